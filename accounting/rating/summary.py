@@ -20,7 +20,6 @@ class SummaryRow:
 
     group: Mapping[str, str]
     lines: int
-    seconds: Decimal
     unit_hours: Decimal
     gpu_equivalent_hours: Decimal
     cost: Decimal
@@ -89,7 +88,6 @@ def _row(group: Mapping[str, str], lines: Sequence[Charge]) -> SummaryRow:
     return SummaryRow(
         group=group,
         lines=len(lines),
-        seconds=sum((line.seconds for line in lines), Decimal(0)),
         unit_hours=sum((line.unit_hours for line in lines), Decimal(0)),
         gpu_equivalent_hours=sum((line.gpu_equivalent_hours for line in lines), Decimal(0)),
         cost=sum((line.cost for line in lines), Decimal(0)),

@@ -578,22 +578,35 @@ money_amounts = st.decimals(min_value=D("0"), max_value=D("50"), places=3)
 
 @st.composite
 def rated_setups(draw: st.DrawFn) -> tuple[UsageInterval, PriceList, datetime]:
+    """A job of whole GPUs or MIG slices (priced by own rows, by its parent, or both) under a
+    random price and multiplier history, and a cut point anywhere inside it."""
     start = T0 + draw(offsets)
     end = start + draw(offsets)
     cut = start + draw(st.integers(0, (end - start) // MICROSECOND)) * MICROSECOND
+    flavor = draw(st.sampled_from(["h100", "h100-2g.20gb"]))
     history = [FlavorPrice("h100", draw(money_amounts), T0 - timedelta(days=1), "USD")]
-    for moment in draw(st.lists(offsets, max_size=4, unique=True)):
-        history.append(FlavorPrice("h100", draw(money_amounts), T0 + moment, "USD"))
+    for name in ("h100", "h100-2g.20gb"):
+        for moment in draw(st.lists(offsets, max_size=3, unique=True)):
+            history.append(FlavorPrice(name, draw(money_amounts), T0 + moment, "USD"))
     multipliers = [
         ClassMultiplier("spot", draw(st.decimals(min_value=0, max_value=2, places=2)), T0 + moment)
         for moment in draw(st.lists(offsets, max_size=3, unique=True))
     ]
-    prices = PriceList("USD", tuple(history), tuple(multipliers))
-    interval = usage(service_class="spot", units=draw(st.integers(0, 64)), start=start, end=end)
+    prices = PriceList(
+        "USD", tuple(history), tuple(multipliers), mig_parents={"h100-2g.20gb": "h100"}
+    )
+    interval = usage(
+        flavor=flavor,
+        gpu_equivalent=D(1) if flavor == "h100" else D(2) / D(7),
+        service_class="spot",
+        units=draw(st.integers(0, 64)),
+        start=start,
+        end=end,
+    )
     return interval, prices, cut
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(rated_setups())
 def test_splitting_an_interval_keeps_its_seconds_and_its_cost_within_rounding(
     setup: tuple[UsageInterval, PriceList, datetime],
@@ -608,10 +621,14 @@ def test_splitting_an_interval_keeps_its_seconds_and_its_cost_within_rounding(
     half_cent_per_line = D("0.005") * (len(whole) + len(parts))
     assert abs(total_cost(whole) - total_cost(parts)) <= half_cent_per_line
     for charge in whole + parts:  # one price and one multiplier in force on each line
-        assert prices.price_at("h100", D(1), charge.start).unit_price == charge.unit_price
         last = charge.end - MICROSECOND
-        assert prices.price_at("h100", D(1), last).unit_price == charge.unit_price
-        assert prices.multiplier_at("spot", last) == charge.multiplier
+        for moment in (charge.start, last):
+            in_force = prices.price_at(interval.flavor, interval.gpu_equivalent, moment)
+            assert (in_force.unit_price, in_force.priced_from) == (
+                charge.unit_price,
+                charge.priced_from,
+            )
+            assert prices.multiplier_at("spot", moment) == charge.multiplier
 
 
 @settings(max_examples=200, deadline=None)
@@ -659,7 +676,7 @@ def test_largest_remainder_shares_sum_exactly_and_stay_within_a_cent_of_proporti
         st.tuples(st.sampled_from(["a", "b", "c"]), st.sampled_from(["h100", "a100"]), offsets),
         max_size=12,
     ),
-    st.lists(st.sampled_from(["team", "flavor", "user", "queue"]), unique=True, max_size=3),
+    st.lists(st.sampled_from(["team", "flavor", "job_id", "queue"]), unique=True, max_size=3),
 )
 def test_every_grouping_has_rows_summing_to_the_total_and_the_total_to_the_lines(
     jobs: list[tuple[str, str, timedelta]], group_by: list[str]
@@ -694,3 +711,41 @@ def test_rating_imports_only_the_standard_library() -> None:
             for name in names:
                 top = name.split(".")[0]
                 assert top == "accounting" or top in sys.stdlib_module_names, (module.name, name)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["a", "b", "c", "d"]),
+            st.integers(0, 8),
+            st.integers(0, 24 * 3600),
+            st.integers(0, 24 * 3600),
+        ),
+        max_size=10,
+    ),
+    st.integers(0, 64),
+)
+def test_idle_shares_of_a_cluster_always_add_up_to_its_idle_cost(
+    jobs: list[tuple[str, int, int, int]], gpus: int
+) -> None:
+    prices = price_list(price("h100", "2.37"))
+    usage_in_day = [
+        usage(
+            f"j{i}",
+            team=team,
+            units=units,
+            start=T0 + timedelta(seconds=min(a, b)),
+            end=T0 + timedelta(seconds=max(a, b)),
+        )
+        for i, (team, units, a, b) in enumerate(jobs)
+    ]
+    charges = rate(usage_in_day, prices)
+    capacity = [ClusterCapacity("c1", "h100", D(gpus), at(days=-1))]
+
+    [idle] = idle_costs(charges, capacity, prices, *DAY)
+    shares = share_idle_cost(charges, capacity, prices, *DAY)
+
+    assert sum((s.cost for s in shares), D(0)) == idle.cost
+    assert all(s.cost >= 0 for s in shares)
+    assert idle.idle_gpu_equivalent_hours <= idle.capacity_gpu_equivalent_hours
