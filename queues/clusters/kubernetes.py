@@ -162,6 +162,8 @@ class KubernetesDriver:
 
     def scale(self, spec: LaunchSpec) -> None:
         manifests.validate_spec(spec)
+        if not spec.workers:
+            raise InvalidSpec("workers: scaling needs at least one worker; stop the job instead")
         namespace = manifests.team_namespace(spec.team)
         existing = {
             _worker_index(pod): pod

@@ -330,6 +330,16 @@ def test_scale_down_removes_the_highest_workers_first(
     assert len(cluster.stored(SERVICES)) == 1  # the job still runs
 
 
+def test_scaling_to_no_workers_is_refused_in_favour_of_stop(
+    cluster: EmulatedCluster, driver: KubernetesDriver
+) -> None:
+    elastic = job(gang_size=4, min_workers=1)
+    driver.launch(elastic)
+    with pytest.raises(InvalidSpec, match=r"^workers:"):
+        driver.scale(replace(elastic, workers=()))
+    assert len(pods_of(cluster)) == 2
+
+
 # -- status ---------------------------------------------------------------------------------------
 
 
