@@ -278,6 +278,21 @@ def test_stop_of_a_missing_workload_is_fine(
     assert cluster.requests("DELETE") == []
 
 
+def test_stop_interrupted_by_an_outage_finishes_when_retried(
+    cluster: EmulatedCluster, driver: KubernetesDriver
+) -> None:
+    driver.launch(job())
+    cluster.react(kmock.action.DELETE, SERVICES, 503, times=1)
+    with pytest.raises(ClusterUnavailable, match="HTTP 503"):
+        driver.stop("42", "team-vision", 30)
+
+    driver.stop("42", "team-vision", 30)
+
+    assert pods_of(cluster) == {}
+    assert cluster.stored(SERVICES) == []
+    assert driver.sync().workloads == ()
+
+
 def test_stop_tolerates_pods_that_vanish_meanwhile(
     cluster: EmulatedCluster, driver: KubernetesDriver
 ) -> None:
