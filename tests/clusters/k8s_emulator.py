@@ -30,11 +30,11 @@ import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-import jsonschema
+import jsonschema  # type: ignore[import-untyped]
 import kmock
 import kmock._internal.parsing as kmock_parsing
-import kubernetes_validate
-import kubernetes_validate.utils
+import kubernetes_validate  # type: ignore[import-untyped]
+import kubernetes_validate.utils  # type: ignore[import-untyped]
 from referencing import Registry, Resource
 
 T = TypeVar("T")
@@ -94,7 +94,7 @@ class EmulatedCluster:
             self.emulator = emulator
             self.url = str(server.url).rstrip("/")
             for resource in (NODES, PODS, SERVICES, NAMESPACES):
-                emulator.resources[resource] = {}
+                emulator.resources[resource] = kmock.ResourceInfo()
             self._started.set()
             await self._stop.wait()
 
