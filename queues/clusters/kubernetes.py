@@ -86,12 +86,15 @@ class KubernetesConnection:
     def build_api_client(self) -> k8s.ApiClient:
         configuration = k8s.Configuration()
         if self.kubeconfig_path:
-            k8s_config.load_kube_config(  # type: ignore[no-untyped-call]
-                config_file=self.kubeconfig_path,
-                context=self.context or None,
-                client_configuration=configuration,
-                persist_config=False,
-            )
+            try:
+                k8s_config.load_kube_config(  # type: ignore[no-untyped-call]
+                    config_file=self.kubeconfig_path,
+                    context=self.context or None,
+                    client_configuration=configuration,
+                    persist_config=False,
+                )
+            except (k8s_config.ConfigException, OSError, ValueError) as error:
+                raise InvalidSpec(f"kubeconfig_path: cannot load it: {error}") from None
         else:
             configuration.host = self.api_server.rstrip("/")
             configuration.api_key = {"authorization": self.token}

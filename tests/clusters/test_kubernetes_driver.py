@@ -535,6 +535,16 @@ def test_driver_connects_through_a_kubeconfig_context(
     driver.close()
 
 
+def test_unusable_kubeconfig_is_a_settings_error_naming_the_field(tmp_path: Path) -> None:
+    missing = tmp_path / "nowhere"
+    with pytest.raises(InvalidSpec, match=r"^kubeconfig_path: cannot load"):
+        KubernetesDriver(KubernetesConnection(kubeconfig_path=str(missing)))
+    no_context = tmp_path / "config"
+    no_context.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "Config", "contexts": []}))
+    with pytest.raises(InvalidSpec, match=r"^kubeconfig_path: cannot load"):
+        KubernetesDriver(KubernetesConnection(kubeconfig_path=str(no_context), context="lab"))
+
+
 @pytest.mark.parametrize(
     ("kwargs", "field"),
     [
