@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
-from typing import Any, TypeVar
+from typing import Any
 
 import urllib3
 from kubernetes import client as k8s
@@ -42,7 +42,6 @@ from queues.clusters.base import (
 
 logger = logging.getLogger(__name__)
 
-T = TypeVar("T")
 Manifest = dict[str, Any]
 
 MANAGED_SELECTOR = f"{manifests.MANAGED_BY_KEY}={manifests.MANAGED_BY}"
