@@ -9,9 +9,15 @@ the field, e.g. ``scenarios/x.yaml: jobs[3] (a1): field 'workers': must be an in
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import difflib
+import math
+import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from decimal import Decimal
+from decimal import Decimal, InvalidOperation
+from typing import Any, Protocol
+
+import yaml
 
 DEFAULT_HALF_LIFE = 7 * 24 * 3600.0
 DEFAULT_RUNTIME = 3600.0
@@ -119,3 +125,522 @@ class Scenario:
     half_life: float = DEFAULT_HALF_LIFE
     default_runtime: float = DEFAULT_RUNTIME
     source: str = "<scenario>"  # the file it came from, for messages
+
+
+# --------------------------------------------------------------------------- loading
+
+_MISSING: object = object()
+
+
+def load_scenario(path: str | os.PathLike[str]) -> Scenario:
+    """Read and validate a scenario YAML file; every problem raises ``ScenarioError``."""
+    source = os.fspath(path)
+    try:
+        with open(source, encoding="utf-8") as handle:
+            text = handle.read()
+    except OSError as exc:
+        raise ScenarioError(f"{source}: cannot read the file: {exc.strerror or exc}") from exc
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        detail = str(exc).replace("\n", " ")
+        raise ScenarioError(f"{source}: invalid YAML: {detail}") from exc
+    if not isinstance(data, Mapping):
+        raise ScenarioError(
+            f"{source}: the file must hold a mapping (name, flavors, clusters, ...), "
+            f"got {_kind(data)}"
+        )
+    return parse_scenario(data, source=source)
+
+
+def parse_scenario(data: Mapping[str, Any], source: str = "<scenario>") -> Scenario:
+    """Validate a scenario given as plain data (what ``yaml.safe_load`` returns).
+
+    Lists keep their order (jobs stay in file order, ``flavors`` keep their preference order);
+    names must be unique per kind, node names across all clusters.
+    """
+    if not isinstance(data, Mapping):
+        raise ScenarioError(f"{source}: a scenario must be a mapping, got {_kind(data)}")
+    top = _Entry(source, "", data)
+    name = top.string("name")
+    cycle_interval = top.number("cycle_interval", minimum=0.0, strict=True)
+    until = top.number("until", minimum=0.0, strict=True, optional=True)
+    half_life = top.number("half_life", minimum=0.0, strict=True, default=DEFAULT_HALF_LIFE)
+    default_runtime = top.number(
+        "default_runtime", minimum=0.0, strict=True, default=DEFAULT_RUNTIME
+    )
+    topology_levels = _topology_levels(top)
+
+    flavors = tuple(_flavor(e) for e in top.entries("flavors", allow_empty=False))
+    _unique(flavors, "flavor", top, "flavors")
+    flavor_names = {f.name for f in flavors}
+
+    clusters = tuple(_cluster(e, flavor_names) for e in top.entries("clusters", allow_empty=False))
+    _unique(clusters, "cluster", top, "clusters")
+    _unique_nodes(top, clusters)
+
+    classes = tuple(_service_class(e) for e in top.entries("service_classes", allow_empty=False))
+    _unique(classes, "service class", top, "service_classes")
+
+    queues = tuple(_queue(e, flavor_names) for e in top.entries("queues", allow_empty=False))
+    _unique(queues, "queue", top, "queues")
+
+    refs = _Refs(
+        flavors=flavor_names,
+        classes={c.name for c in classes},
+        queues={q.name for q in queues},
+        topology_levels=topology_levels,
+    )
+    jobs = tuple(_job(e, refs) for e in top.entries("jobs"))
+    _unique(jobs, "job", top, "jobs")
+
+    node_names = {n.name for c in clusters for n in c.nodes}
+    job_names = {j.name for j in jobs}
+    events = tuple(_event(e, node_names, job_names) for e in top.entries("events", optional=True))
+    top.finish()
+    return Scenario(
+        name=name,
+        cycle_interval=cycle_interval,
+        flavors=flavors,
+        clusters=clusters,
+        service_classes=classes,
+        queues=queues,
+        jobs=jobs,
+        events=events,
+        topology_levels=topology_levels,
+        until=until,
+        half_life=half_life,
+        default_runtime=default_runtime,
+        source=source,
+    )
+
+
+# --------------------------------------------------------------------------- entries
+
+
+def _kind(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"boolean {value!r}"
+    if isinstance(value, Mapping):
+        return "a mapping"
+    if isinstance(value, list | tuple):
+        return "a list"
+    return repr(value)
+
+
+class _Entry:
+    """One mapping of the file (the top level, a job, a node...) read field by field.
+
+    Each accessor marks its key as known; ``finish`` rejects whatever key was not asked for.
+    """
+
+    def __init__(self, source: str, label: str, data: Mapping[str, Any]) -> None:
+        self.source = source
+        self.label = label
+        self.data = data
+        self.known: list[str] = []
+
+    def where(self) -> str:
+        return f"{self.source}: {self.label}" if self.label else self.source
+
+    def error(self, key: str, problem: str) -> ScenarioError:
+        return ScenarioError(f"{self.where()}: field '{key}': {problem}")
+
+    def bad(self, key: str, expected: str, value: object) -> ScenarioError:
+        return self.error(key, f"must be {expected}, got {_kind(value)}")
+
+    def raw(self, key: str, optional: bool) -> object:
+        self.known.append(key)
+        if key not in self.data:
+            if optional:
+                return _MISSING
+            raise self.error(key, "is required")
+        return self.data[key]
+
+    def finish(self) -> None:
+        for key in self.data:
+            if key not in self.known:
+                hint = difflib.get_close_matches(str(key), self.known, n=1)
+                guess = f" (did you mean '{hint[0]}'?)" if hint else ""
+                allowed = ", ".join(self.known)
+                raise ScenarioError(
+                    f"{self.where()}: unknown field {str(key)!r}{guess}; known fields: {allowed}"
+                )
+
+    # -- scalars ----------------------------------------------------------------------------
+
+    def string(self, key: str, optional: bool = False) -> str:
+        value = self.raw(key, optional)
+        if value is _MISSING or (optional and value is None):
+            return ""
+        if not isinstance(value, str) or not value.strip():
+            raise self.bad(key, "a non-empty string", value)
+        return value
+
+    def optional_string(self, key: str) -> str | None:
+        return self.string(key, optional=True) or None
+
+    def boolean(self, key: str, default: bool) -> bool:
+        value = self.raw(key, optional=True)
+        if value is _MISSING:
+            return default
+        if not isinstance(value, bool):
+            raise self.bad(key, "true or false", value)
+        return value
+
+    def integer(
+        self, key: str, minimum: int, optional: bool = False, nullable: bool = False
+    ) -> int | None:
+        value = self.raw(key, optional)
+        if value is _MISSING or (nullable and value is None):
+            return None
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            raise self.bad(key, f"an integer >= {minimum}", value)
+        return value
+
+    def required_integer(self, key: str, minimum: int) -> int:
+        value = self.integer(key, minimum)
+        assert value is not None
+        return value
+
+    def number(
+        self,
+        key: str,
+        minimum: float,
+        strict: bool = False,
+        optional: bool = False,
+        default: float | None = None,
+        nullable: bool = False,
+    ) -> Any:
+        """A finite int or float; ``strict`` means ``> minimum`` instead of ``>=``."""
+        value = self.raw(key, optional or default is not None)
+        if value is _MISSING:
+            return default
+        if nullable and value is None:
+            return None
+        ok = (
+            isinstance(value, int | float)
+            and not isinstance(value, bool)
+            and math.isfinite(value)
+            and (value > minimum if strict else value >= minimum)
+        )
+        if not ok:
+            bound = f"> {minimum:g}" if strict else f">= {minimum:g}"
+            raise self.bad(key, f"a number {bound}", value)
+        return float(value)  # type: ignore[arg-type]
+
+    def decimal(self, key: str, default: Decimal | None) -> Decimal | None:
+        value = self.raw(key, optional=True)
+        if value is _MISSING or value is None:
+            return default
+        if isinstance(value, bool) or not isinstance(value, str | int | float):
+            raise self.bad(key, "a decimal number (string or number) >= 0", value)
+        try:
+            amount = Decimal(str(value).strip())
+        except InvalidOperation:
+            raise self.bad(key, "a decimal number (string or number) >= 0", value) from None
+        if not amount.is_finite() or amount < 0:
+            raise self.bad(key, "a decimal number (string or number) >= 0", value)
+        return amount
+
+    # -- containers -------------------------------------------------------------------------
+
+    def mapping(self, key: str, optional: bool = False) -> Mapping[str, Any]:
+        value = self.raw(key, optional)
+        if value is _MISSING or (optional and value is None):
+            return {}
+        if not isinstance(value, Mapping):
+            raise self.bad(key, "a mapping", value)
+        for inner in value:
+            if not isinstance(inner, str):
+                raise self.error(key, f"keys must be strings, got {_kind(inner)}")
+        return value
+
+    def items(self, key: str, optional: bool = False, allow_empty: bool = True) -> list[Any]:
+        value = self.raw(key, optional)
+        if value is _MISSING or (optional and value is None):
+            return []
+        if not isinstance(value, list):
+            raise self.bad(key, "a list", value)
+        if not value and not allow_empty:
+            raise self.error(key, "must not be empty")
+        return value
+
+    def entries(self, key: str, optional: bool = False, allow_empty: bool = True) -> list[_Entry]:
+        """A list of mappings, each returned as an ``_Entry`` labelled ``key[i] (name)``."""
+        result = []
+        prefix = f"{self.label} > " if self.label else ""
+        for index, item in enumerate(self.items(key, optional, allow_empty)):
+            label = f"{prefix}{key}[{index}]"
+            if not isinstance(item, Mapping):
+                raise ScenarioError(f"{self.source}: {label}: must be a mapping, got {_kind(item)}")
+            name = item.get("name", item.get("name_prefix"))
+            if isinstance(name, str):
+                label = f"{label} ({name})"
+            result.append(_Entry(self.source, label, item))
+        return result
+
+
+class _Named(Protocol):
+    @property
+    def name(self) -> str: ...
+
+
+def _unique(items: Sequence[_Named], kind: str, top: _Entry, key: str) -> None:
+    first: dict[str, int] = {}
+    for index, item in enumerate(items):
+        if item.name in first:
+            raise ScenarioError(
+                f"{top.source}: {key}[{index}] ({item.name}): field 'name': duplicate {kind} "
+                f"name {item.name!r} (first at {key}[{first[item.name]}])"
+            )
+        first[item.name] = index
+
+
+def _unique_nodes(top: _Entry, clusters: Sequence[ClusterSpec]) -> None:
+    seen: dict[str, str] = {}
+    for c_index, cluster in enumerate(clusters):
+        for node in cluster.nodes:
+            if node.name in seen:
+                raise ScenarioError(
+                    f"{top.source}: clusters[{c_index}] ({cluster.name}): node {node.name!r}: "
+                    f"field 'name': duplicate node name (also in cluster {seen[node.name]!r}); "
+                    "node names must be unique across all clusters"
+                )
+            seen[node.name] = cluster.name
+
+
+def _topology_levels(top: _Entry) -> tuple[str, ...]:
+    levels = top.items("topology_levels", optional=True)
+    for level in levels:
+        if not isinstance(level, str) or not level:
+            raise top.bad("topology_levels", "a list of label keys (strings)", level)
+    if len(set(levels)) != len(levels):
+        raise top.error("topology_levels", f"duplicate level in {levels!r}")
+    return tuple(levels)
+
+
+def _flavor(entry: _Entry) -> FlavorSpec:
+    name = entry.string("name")
+    resource = entry.string("resource")
+    equivalent = entry.number("gpu_equivalent", minimum=0.0, strict=True, default=1.0)
+    if equivalent > 1.0:
+        raise entry.bad("gpu_equivalent", "a number in (0, 1]", entry.data["gpu_equivalent"])
+    price = entry.decimal("price_per_hour", default=None)
+    entry.finish()
+    return FlavorSpec(name, resource, equivalent, price)
+
+
+def _gpus(entry: _Entry, flavors: set[str]) -> dict[str, int]:
+    gpus = entry.mapping("gpus")
+    if not gpus:
+        raise entry.error("gpus", "must name at least one flavor, e.g. {h100: 8}")
+    result: dict[str, int] = {}
+    for flavor, count in gpus.items():
+        if flavor not in flavors:
+            raise entry.error(f"gpus.{flavor}", f"unknown flavor {flavor!r}")
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            raise entry.bad(f"gpus.{flavor}", "an integer >= 0", count)
+        result[flavor] = count
+    return result
+
+
+def _labels(entry: _Entry) -> dict[str, str]:
+    result: dict[str, str] = {}
+    for key, value in entry.mapping("labels", optional=True).items():
+        # YAML reads `rack: 1` as an int; a label value is a string, so numbers are accepted
+        # and kept as their text. Anything else is a mistake.
+        if isinstance(value, bool) or not isinstance(value, str | int):
+            raise entry.bad(f"labels.{key}", "a string", value)
+        result[key] = str(value)
+    return result
+
+
+def _nodes(entry: _Entry, flavors: set[str]) -> list[NodeSpec]:
+    has_name = "name" in entry.data
+    has_prefix = "name_prefix" in entry.data
+    if has_name == has_prefix:
+        raise ScenarioError(
+            f"{entry.where()}: give exactly one of 'name' or 'name_prefix' (with 'count')"
+        )
+    if has_name:
+        names = [entry.string("name")]
+        if "count" in entry.data:
+            raise entry.error("count", "only allowed with 'name_prefix'")
+    else:
+        prefix = entry.string("name_prefix")
+        count = entry.required_integer("count", minimum=1)
+        names = [f"{prefix}{i}" for i in range(count)]
+    gpus = _gpus(entry, flavors)
+    labels = _labels(entry)
+    entry.finish()
+    return [NodeSpec(name, dict(gpus), dict(labels)) for name in names]
+
+
+def _cluster(entry: _Entry, flavors: set[str]) -> ClusterSpec:
+    name = entry.string("name")
+    nodes = [n for e in entry.entries("nodes", allow_empty=False) for n in _nodes(e, flavors)]
+    entry.finish()
+    return ClusterSpec(name, tuple(nodes))
+
+
+def _service_class(entry: _Entry) -> ServiceClassSpec:
+    name = entry.string("name")
+    priority = entry.raw("priority", optional=False)
+    if isinstance(priority, bool) or not isinstance(priority, int):
+        raise entry.bad("priority", "an integer", priority)
+    spec = ServiceClassSpec(
+        name=name,
+        priority=priority,
+        preemptible=entry.boolean("preemptible", default=True),
+        can_borrow=entry.boolean("can_borrow", default=True),
+        min_runtime=entry.number("min_runtime", minimum=0.0, default=0.0),
+        grace_period=entry.number("grace_period", minimum=0.0, default=0.0),
+        max_runtime=entry.number(
+            "max_runtime", minimum=0.0, strict=True, optional=True, nullable=True
+        ),
+        price_multiplier=entry.decimal("price_multiplier", default=Decimal(1)) or Decimal(0),
+    )
+    entry.finish()
+    return spec
+
+
+def _quota(entry: _Entry, flavor: str, value: object) -> QuotaSpec:
+    key = f"quotas.{flavor}"
+    if not isinstance(value, Mapping):
+        raise entry.bad(key, "a mapping {nominal: N, borrowing_limit: B, lending_limit: L}", value)
+    quota = _Entry(entry.source, f"{entry.label}: quota {flavor!r}", value)
+    nominal = quota.required_integer("nominal", minimum=0)
+    borrowing = quota.integer("borrowing_limit", minimum=0, optional=True, nullable=True)
+    lending = quota.integer("lending_limit", minimum=0, optional=True, nullable=True)
+    if lending is not None and lending > nominal:
+        raise quota.error("lending_limit", f"must be <= nominal ({nominal}), got {lending}")
+    quota.finish()
+    return QuotaSpec(nominal, borrowing, lending)
+
+
+def _queue(entry: _Entry, flavors: set[str]) -> QueueSpec:
+    name = entry.string("name")
+    team = entry.optional_string("team") or name
+    cohort = entry.optional_string("cohort")
+    weight = entry.number("weight", minimum=0.0, strict=True, default=1.0)
+    quotas: dict[str, QuotaSpec] = {}
+    for flavor, value in entry.mapping("quotas", optional=True).items():
+        if flavor not in flavors:
+            raise entry.error(f"quotas.{flavor}", f"unknown flavor {flavor!r}")
+        quotas[flavor] = _quota(entry, flavor, value)
+    # A borrowing or lending limit on a queue without a cohort is accepted but has no effect:
+    # such a queue never borrows (SCHEDULING.md section 2) and has nobody to lend to.
+    entry.finish()
+    return QueueSpec(name=name, team=team, quotas=quotas, cohort=cohort, weight=weight)
+
+
+@dataclass(frozen=True, slots=True)
+class _Refs:
+    flavors: set[str]
+    classes: set[str]
+    queues: set[str]
+    topology_levels: tuple[str, ...]
+
+
+def _reference(entry: _Entry, key: str, known: set[str], kind: str) -> str:
+    value = entry.string(key)
+    if value not in known:
+        raise entry.error(key, f"unknown {kind} {value!r}; known: {', '.join(sorted(known))}")
+    return value
+
+
+def _job_flavors(entry: _Entry, known: set[str]) -> tuple[str, ...]:
+    has_one = "flavor" in entry.data
+    has_list = "flavors" in entry.data
+    if has_one == has_list:
+        raise ScenarioError(
+            f"{entry.where()}: give exactly one of 'flavor' or 'flavors' (ordered preference)"
+        )
+    if has_one:
+        return (_reference(entry, "flavor", known, "flavor"),)
+    listed = entry.items("flavors", allow_empty=False)
+    for index, flavor in enumerate(listed):
+        if not isinstance(flavor, str):
+            raise entry.bad(f"flavors[{index}]", "a flavor name", flavor)
+        if flavor not in known:
+            raise entry.error(f"flavors[{index}]", f"unknown flavor {flavor!r}")
+    if len(set(listed)) != len(listed):
+        raise entry.error("flavors", f"lists a flavor twice: {listed!r}")
+    return tuple(listed)
+
+
+def _topology(entry: _Entry, levels: tuple[str, ...]) -> TopologySpec | None:
+    value = entry.mapping("topology", optional=True)
+    if not value:
+        return None
+    if set(value) not in ({"required"}, {"preferred"}):
+        raise entry.error(
+            "topology", f"must be {{required: LEVEL}} or {{preferred: LEVEL}}, got {dict(value)!r}"
+        )
+    ((kind, level),) = value.items()
+    if level not in levels:
+        known = ", ".join(levels) if levels else "none declared in topology_levels"
+        raise entry.error(f"topology.{kind}", f"unknown topology level {level!r}; known: {known}")
+    return TopologySpec(level=level, required=kind == "required")
+
+
+def _job(entry: _Entry, refs: _Refs) -> JobSpec:
+    name = entry.string("name")
+    queue = _reference(entry, "queue", refs.queues, "queue")
+    service_class = _reference(entry, "class", refs.classes, "service class")
+    submit_at = entry.number("submit_at", minimum=0.0)
+    workers = entry.required_integer("workers", minimum=1)
+    gpus_per_worker = entry.required_integer("gpus_per_worker", minimum=1)
+    flavors = _job_flavors(entry, refs.flavors)
+    duration = entry.number("duration", minimum=0.0, strict=True, nullable=True)
+    estimated = entry.number(
+        "estimated_runtime", minimum=0.0, strict=True, optional=True, nullable=True
+    )
+    min_workers = entry.integer("min_workers", minimum=1, optional=True, nullable=True)
+    if min_workers is not None and min_workers > workers:
+        raise entry.error("min_workers", f"must be <= workers ({workers}), got {min_workers}")
+    topology = _topology(entry, refs.topology_levels)
+    checkpoint = entry.number(
+        "checkpoint_interval", minimum=0.0, strict=True, optional=True, nullable=True
+    )
+    entry.finish()
+    return JobSpec(
+        name=name,
+        queue=queue,
+        service_class=service_class,
+        submit_at=submit_at,
+        workers=workers,
+        gpus_per_worker=gpus_per_worker,
+        flavors=flavors,
+        duration=duration,
+        estimated_runtime=estimated,
+        min_workers=min_workers,
+        topology=topology,
+        checkpoint_interval=checkpoint,
+    )
+
+
+def _event(entry: _Entry, nodes: set[str], jobs: set[str]) -> EventSpec:
+    at = entry.number("at", minimum=0.0)
+    action = entry.string("action")
+    if action in NODE_ACTIONS:
+        if "node" not in entry.data:
+            raise entry.error("node", f"is required for action {action!r}")
+        target = _reference(entry, "node", nodes, "node")
+        if "job" in entry.data:
+            raise entry.error("job", f"not allowed with action {action!r} (it acts on a node)")
+        entry.finish()
+        return EventSpec(at=at, action=action, node=target)
+    if action in JOB_ACTIONS:
+        if "job" not in entry.data:
+            raise entry.error("job", f"is required for action {action!r}")
+        target = _reference(entry, "job", jobs, "job")
+        if "node" in entry.data:
+            raise entry.error("node", f"not allowed with action {action!r} (it acts on a job)")
+        entry.finish()
+        return EventSpec(at=at, action=action, job=target)
+    allowed = ", ".join(NODE_ACTIONS + JOB_ACTIONS)
+    raise entry.error("action", f"must be one of {allowed}, got {action!r}")
