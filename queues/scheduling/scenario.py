@@ -5,19 +5,35 @@ it knows nothing of the engine's snapshot types, so the loader and the engine st
 
 Every mistake in a scenario raises ``ScenarioError`` whose message names the file, the entry and
 the field, e.g. ``scenarios/x.yaml: jobs[3] (a1): field 'workers': must be an integer >= 1``.
+
+Loader rules beyond the format's example:
+
+- Required: ``name``, ``cycle_interval``, ``flavors``, ``clusters``, ``service_classes``,
+  ``queues``, ``jobs`` (may be empty); per job ``name``, ``queue``, ``class``, ``submit_at``,
+  ``workers``, ``gpus_per_worker``, ``duration`` (``null`` = never ends) and exactly one of
+  ``flavor`` / ``flavors``. A queue's ``quotas`` may be left out (nominal 0 everywhere).
+- Optional top-level ``default_runtime`` (seconds, default 3600): the backfill estimate for a
+  job with neither ``estimated_runtime`` nor a class ``max_runtime``.
+- Booleans are never numbers (YAML ``true`` is not ``1``); counts are integers, times finite
+  numbers. Node label values that YAML reads as integers (``rack: 1``) are kept as text.
+- A ``borrowing_limit`` / ``lending_limit`` on a queue without ``cohort`` is accepted and has no
+  effect: such a queue never borrows and has nobody to lend to.
+- Lists keep file order: jobs, events (the simulator orders events by ``at``), and a job's
+  ``flavors`` (its preference order).
 """
 
 from __future__ import annotations
 
-import difflib
-import math
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from typing import Any, Protocol
 
 import yaml
+
+from queues.scheduling.scenario_fields import Entry, kind
+from queues.scheduling.scenario_fields import ScenarioError as ScenarioError  # re-exported
 
 DEFAULT_HALF_LIFE = 7 * 24 * 3600.0
 DEFAULT_RUNTIME = 3600.0
@@ -25,10 +41,6 @@ DEFAULT_RUNTIME = 3600.0
 
 NODE_ACTIONS = ("fail", "recover", "cordon", "uncordon")
 JOB_ACTIONS = ("cancel",)
-
-
-class ScenarioError(ValueError):
-    """A scenario that cannot be simulated; the message names file, entry and field."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,8 +141,6 @@ class Scenario:
 
 # --------------------------------------------------------------------------- loading
 
-_MISSING: object = object()
-
 
 def load_scenario(path: str | os.PathLike[str]) -> Scenario:
     """Read and validate a scenario YAML file; every problem raises ``ScenarioError``."""
@@ -148,7 +158,7 @@ def load_scenario(path: str | os.PathLike[str]) -> Scenario:
     if not isinstance(data, Mapping):
         raise ScenarioError(
             f"{source}: the file must hold a mapping (name, flavors, clusters, ...), "
-            f"got {_kind(data)}"
+            f"got {kind(data)}"
         )
     return parse_scenario(data, source=source)
 
@@ -160,8 +170,8 @@ def parse_scenario(data: Mapping[str, Any], source: str = "<scenario>") -> Scena
     names must be unique per kind, node names across all clusters.
     """
     if not isinstance(data, Mapping):
-        raise ScenarioError(f"{source}: a scenario must be a mapping, got {_kind(data)}")
-    top = _Entry(source, "", data)
+        raise ScenarioError(f"{source}: a scenario must be a mapping, got {kind(data)}")
+    top = Entry(source, "", data)
     name = top.string("name")
     cycle_interval = top.number("cycle_interval", minimum=0.0, strict=True)
     until = top.number("until", minimum=0.0, strict=True, optional=True)
@@ -215,180 +225,12 @@ def parse_scenario(data: Mapping[str, Any], source: str = "<scenario>") -> Scena
     )
 
 
-# --------------------------------------------------------------------------- entries
-
-
-def _kind(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return f"boolean {value!r}"
-    if isinstance(value, Mapping):
-        return "a mapping"
-    if isinstance(value, list | tuple):
-        return "a list"
-    return repr(value)
-
-
-class _Entry:
-    """One mapping of the file (the top level, a job, a node...) read field by field.
-
-    Each accessor marks its key as known; ``finish`` rejects whatever key was not asked for.
-    """
-
-    def __init__(self, source: str, label: str, data: Mapping[str, Any]) -> None:
-        self.source = source
-        self.label = label
-        self.data = data
-        self.known: list[str] = []
-
-    def where(self) -> str:
-        return f"{self.source}: {self.label}" if self.label else self.source
-
-    def error(self, key: str, problem: str) -> ScenarioError:
-        return ScenarioError(f"{self.where()}: field '{key}': {problem}")
-
-    def bad(self, key: str, expected: str, value: object) -> ScenarioError:
-        return self.error(key, f"must be {expected}, got {_kind(value)}")
-
-    def raw(self, key: str, optional: bool) -> object:
-        self.known.append(key)
-        if key not in self.data:
-            if optional:
-                return _MISSING
-            raise self.error(key, "is required")
-        return self.data[key]
-
-    def finish(self) -> None:
-        for key in self.data:
-            if key not in self.known:
-                hint = difflib.get_close_matches(str(key), self.known, n=1)
-                guess = f" (did you mean '{hint[0]}'?)" if hint else ""
-                allowed = ", ".join(self.known)
-                raise ScenarioError(
-                    f"{self.where()}: unknown field {str(key)!r}{guess}; known fields: {allowed}"
-                )
-
-    # -- scalars ----------------------------------------------------------------------------
-
-    def string(self, key: str, optional: bool = False) -> str:
-        value = self.raw(key, optional)
-        if value is _MISSING or (optional and value is None):
-            return ""
-        if not isinstance(value, str) or not value.strip():
-            raise self.bad(key, "a non-empty string", value)
-        return value
-
-    def optional_string(self, key: str) -> str | None:
-        return self.string(key, optional=True) or None
-
-    def boolean(self, key: str, default: bool) -> bool:
-        value = self.raw(key, optional=True)
-        if value is _MISSING:
-            return default
-        if not isinstance(value, bool):
-            raise self.bad(key, "true or false", value)
-        return value
-
-    def integer(
-        self, key: str, minimum: int, optional: bool = False, nullable: bool = False
-    ) -> int | None:
-        value = self.raw(key, optional)
-        if value is _MISSING or (nullable and value is None):
-            return None
-        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-            raise self.bad(key, f"an integer >= {minimum}", value)
-        return value
-
-    def required_integer(self, key: str, minimum: int) -> int:
-        value = self.integer(key, minimum)
-        assert value is not None
-        return value
-
-    def number(
-        self,
-        key: str,
-        minimum: float,
-        strict: bool = False,
-        optional: bool = False,
-        default: float | None = None,
-        nullable: bool = False,
-    ) -> Any:
-        """A finite int or float; ``strict`` means ``> minimum`` instead of ``>=``."""
-        value = self.raw(key, optional or default is not None)
-        if value is _MISSING:
-            return default
-        if nullable and value is None:
-            return None
-        ok = (
-            isinstance(value, int | float)
-            and not isinstance(value, bool)
-            and math.isfinite(value)
-            and (value > minimum if strict else value >= minimum)
-        )
-        if not ok:
-            bound = f"> {minimum:g}" if strict else f">= {minimum:g}"
-            raise self.bad(key, f"a number {bound}", value)
-        return float(value)  # type: ignore[arg-type]
-
-    def decimal(self, key: str, default: Decimal | None) -> Decimal | None:
-        value = self.raw(key, optional=True)
-        if value is _MISSING or value is None:
-            return default
-        if isinstance(value, bool) or not isinstance(value, str | int | float):
-            raise self.bad(key, "a decimal number (string or number) >= 0", value)
-        try:
-            amount = Decimal(str(value).strip())
-        except InvalidOperation:
-            raise self.bad(key, "a decimal number (string or number) >= 0", value) from None
-        if not amount.is_finite() or amount < 0:
-            raise self.bad(key, "a decimal number (string or number) >= 0", value)
-        return amount
-
-    # -- containers -------------------------------------------------------------------------
-
-    def mapping(self, key: str, optional: bool = False) -> Mapping[str, Any]:
-        value = self.raw(key, optional)
-        if value is _MISSING or (optional and value is None):
-            return {}
-        if not isinstance(value, Mapping):
-            raise self.bad(key, "a mapping", value)
-        for inner in value:
-            if not isinstance(inner, str):
-                raise self.error(key, f"keys must be strings, got {_kind(inner)}")
-        return value
-
-    def items(self, key: str, optional: bool = False, allow_empty: bool = True) -> list[Any]:
-        value = self.raw(key, optional)
-        if value is _MISSING or (optional and value is None):
-            return []
-        if not isinstance(value, list):
-            raise self.bad(key, "a list", value)
-        if not value and not allow_empty:
-            raise self.error(key, "must not be empty")
-        return value
-
-    def entries(self, key: str, optional: bool = False, allow_empty: bool = True) -> list[_Entry]:
-        """A list of mappings, each returned as an ``_Entry`` labelled ``key[i] (name)``."""
-        result = []
-        prefix = f"{self.label} > " if self.label else ""
-        for index, item in enumerate(self.items(key, optional, allow_empty)):
-            label = f"{prefix}{key}[{index}]"
-            if not isinstance(item, Mapping):
-                raise ScenarioError(f"{self.source}: {label}: must be a mapping, got {_kind(item)}")
-            name = item.get("name", item.get("name_prefix"))
-            if isinstance(name, str):
-                label = f"{label} ({name})"
-            result.append(_Entry(self.source, label, item))
-        return result
-
-
 class _Named(Protocol):
     @property
     def name(self) -> str: ...
 
 
-def _unique(items: Sequence[_Named], kind: str, top: _Entry, key: str) -> None:
+def _unique(items: Sequence[_Named], kind: str, top: Entry, key: str) -> None:
     first: dict[str, int] = {}
     for index, item in enumerate(items):
         if item.name in first:
@@ -399,7 +241,7 @@ def _unique(items: Sequence[_Named], kind: str, top: _Entry, key: str) -> None:
         first[item.name] = index
 
 
-def _unique_nodes(top: _Entry, clusters: Sequence[ClusterSpec]) -> None:
+def _unique_nodes(top: Entry, clusters: Sequence[ClusterSpec]) -> None:
     seen: dict[str, str] = {}
     for c_index, cluster in enumerate(clusters):
         for node in cluster.nodes:
@@ -412,7 +254,7 @@ def _unique_nodes(top: _Entry, clusters: Sequence[ClusterSpec]) -> None:
             seen[node.name] = cluster.name
 
 
-def _topology_levels(top: _Entry) -> tuple[str, ...]:
+def _topology_levels(top: Entry) -> tuple[str, ...]:
     levels = top.items("topology_levels", optional=True)
     for level in levels:
         if not isinstance(level, str) or not level:
@@ -422,7 +264,7 @@ def _topology_levels(top: _Entry) -> tuple[str, ...]:
     return tuple(levels)
 
 
-def _flavor(entry: _Entry) -> FlavorSpec:
+def _flavor(entry: Entry) -> FlavorSpec:
     name = entry.string("name")
     resource = entry.string("resource")
     equivalent = entry.number("gpu_equivalent", minimum=0.0, strict=True, default=1.0)
@@ -433,7 +275,7 @@ def _flavor(entry: _Entry) -> FlavorSpec:
     return FlavorSpec(name, resource, equivalent, price)
 
 
-def _gpus(entry: _Entry, flavors: set[str]) -> dict[str, int]:
+def _gpus(entry: Entry, flavors: set[str]) -> dict[str, int]:
     gpus = entry.mapping("gpus")
     if not gpus:
         raise entry.error("gpus", "must name at least one flavor, e.g. {h100: 8}")
@@ -447,7 +289,7 @@ def _gpus(entry: _Entry, flavors: set[str]) -> dict[str, int]:
     return result
 
 
-def _labels(entry: _Entry) -> dict[str, str]:
+def _labels(entry: Entry) -> dict[str, str]:
     result: dict[str, str] = {}
     for key, value in entry.mapping("labels", optional=True).items():
         # YAML reads `rack: 1` as an int; a label value is a string, so numbers are accepted
@@ -458,7 +300,7 @@ def _labels(entry: _Entry) -> dict[str, str]:
     return result
 
 
-def _nodes(entry: _Entry, flavors: set[str]) -> list[NodeSpec]:
+def _nodes(entry: Entry, flavors: set[str]) -> list[NodeSpec]:
     has_name = "name" in entry.data
     has_prefix = "name_prefix" in entry.data
     if has_name == has_prefix:
@@ -479,14 +321,14 @@ def _nodes(entry: _Entry, flavors: set[str]) -> list[NodeSpec]:
     return [NodeSpec(name, dict(gpus), dict(labels)) for name in names]
 
 
-def _cluster(entry: _Entry, flavors: set[str]) -> ClusterSpec:
+def _cluster(entry: Entry, flavors: set[str]) -> ClusterSpec:
     name = entry.string("name")
     nodes = [n for e in entry.entries("nodes", allow_empty=False) for n in _nodes(e, flavors)]
     entry.finish()
     return ClusterSpec(name, tuple(nodes))
 
 
-def _service_class(entry: _Entry) -> ServiceClassSpec:
+def _service_class(entry: Entry) -> ServiceClassSpec:
     name = entry.string("name")
     priority = entry.raw("priority", optional=False)
     if isinstance(priority, bool) or not isinstance(priority, int):
@@ -507,11 +349,11 @@ def _service_class(entry: _Entry) -> ServiceClassSpec:
     return spec
 
 
-def _quota(entry: _Entry, flavor: str, value: object) -> QuotaSpec:
+def _quota(entry: Entry, flavor: str, value: object) -> QuotaSpec:
     key = f"quotas.{flavor}"
     if not isinstance(value, Mapping):
         raise entry.bad(key, "a mapping {nominal: N, borrowing_limit: B, lending_limit: L}", value)
-    quota = _Entry(entry.source, f"{entry.label}: quota {flavor!r}", value)
+    quota = Entry(entry.source, f"{entry.label}: quota {flavor!r}", value)
     nominal = quota.required_integer("nominal", minimum=0)
     borrowing = quota.integer("borrowing_limit", minimum=0, optional=True, nullable=True)
     lending = quota.integer("lending_limit", minimum=0, optional=True, nullable=True)
@@ -521,7 +363,7 @@ def _quota(entry: _Entry, flavor: str, value: object) -> QuotaSpec:
     return QuotaSpec(nominal, borrowing, lending)
 
 
-def _queue(entry: _Entry, flavors: set[str]) -> QueueSpec:
+def _queue(entry: Entry, flavors: set[str]) -> QueueSpec:
     name = entry.string("name")
     team = entry.optional_string("team") or name
     cohort = entry.optional_string("cohort")
@@ -545,14 +387,14 @@ class _Refs:
     topology_levels: tuple[str, ...]
 
 
-def _reference(entry: _Entry, key: str, known: set[str], kind: str) -> str:
+def _reference(entry: Entry, key: str, known: set[str], kind: str) -> str:
     value = entry.string(key)
     if value not in known:
         raise entry.error(key, f"unknown {kind} {value!r}; known: {', '.join(sorted(known))}")
     return value
 
 
-def _job_flavors(entry: _Entry, known: set[str]) -> tuple[str, ...]:
+def _job_flavors(entry: Entry, known: set[str]) -> tuple[str, ...]:
     has_one = "flavor" in entry.data
     has_list = "flavors" in entry.data
     if has_one == has_list:
@@ -572,7 +414,7 @@ def _job_flavors(entry: _Entry, known: set[str]) -> tuple[str, ...]:
     return tuple(listed)
 
 
-def _topology(entry: _Entry, levels: tuple[str, ...]) -> TopologySpec | None:
+def _topology(entry: Entry, levels: tuple[str, ...]) -> TopologySpec | None:
     value = entry.mapping("topology", optional=True)
     if not value:
         return None
@@ -587,7 +429,7 @@ def _topology(entry: _Entry, levels: tuple[str, ...]) -> TopologySpec | None:
     return TopologySpec(level=level, required=kind == "required")
 
 
-def _job(entry: _Entry, refs: _Refs) -> JobSpec:
+def _job(entry: Entry, refs: _Refs) -> JobSpec:
     name = entry.string("name")
     queue = _reference(entry, "queue", refs.queues, "queue")
     service_class = _reference(entry, "class", refs.classes, "service class")
@@ -623,7 +465,7 @@ def _job(entry: _Entry, refs: _Refs) -> JobSpec:
     )
 
 
-def _event(entry: _Entry, nodes: set[str], jobs: set[str]) -> EventSpec:
+def _event(entry: Entry, nodes: set[str], jobs: set[str]) -> EventSpec:
     at = entry.number("at", minimum=0.0)
     action = entry.string("action")
     if action in NODE_ACTIONS:
