@@ -191,7 +191,7 @@ def gang_shape(num_gpus: int, node_gpus: int = NODE_GPUS) -> tuple[int, int]:
     The rule keeps the job's total exactly and every worker on one node: the worker size is the
     largest divisor of ``num_gpus`` that fits a node. So up to a node: one worker with all GPUs
     (6 -> 1 x 6); multiples of a node: whole-node workers (32 -> 4 x 8); other sizes above a node
-    split into equal smaller workers (12 -> 3 x 4, 20 -> 5 x 4, 24 -> 3 x 8).
+    split into the fewest equal workers that fit a node (12 -> 2 x 6, 20 -> 4 x 5, 24 -> 3 x 8).
     """
     if num_gpus < 1:
         raise ValueError(f"num_gpus must be >= 1, got {num_gpus}")

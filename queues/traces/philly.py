@@ -7,7 +7,7 @@ Rules (see also docs in queues/traces/README.md):
 - The cluster ``philly`` has as many 8-GPU nodes as the selected VCs' quotas add up to.
 - A job of ``num_gpus`` GPUs becomes a gang shaped by :func:`~queues.traces.common.gang_shape`:
   up to 8 GPUs one worker with all of them; multiples of 8 whole-node workers of 8; other sizes
-  above 8 equal smaller workers (12 -> 3 x 4), so the GPU total is exact.
+  above 8 the fewest equal workers that fit a node (12 -> 2 x 6), so the GPU total is exact.
 - ``duration`` = ``duration_s``; ``estimated_runtime`` = the same, or a seeded log-normal noisy
   estimate with ``noise`` = sigma > 0.
 - ``start``/``end`` select jobs by their VC's own ``submit_time`` (start <= t < end). Each VC's
