@@ -10,8 +10,8 @@ Pure functions over the report dict of docs/SCENARIOS.md (and the scenario dict 
 - Time series are step functions rebuilt from the report's events: a job holds
   sum(placement) x gpu_equivalent of its flavor from its ``admit`` (a ``scale`` replaces the
   placement) until its ``finish``/``fail``, or until ``preempt``/``cancel`` plus its class
-  grace period. A job is pending from its submission until it is admitted, and again after a
-  ``preempt`` (except for ``max-runtime``, which ends it) or ``requeue``.
+  grace period. A job is pending from its submission until it is admitted, and again from its
+  ``requeue`` (a preempted job is stopping, not pending, until then; ``max-runtime`` ends it).
 """
 
 from __future__ import annotations
@@ -168,7 +168,7 @@ def pending_series(report: Report) -> Series:
         if kind == "admit":
             after = "running"
         elif kind == "preempt":
-            after = "done" if event.get("reason") == "max-runtime" else "pending"
+            after = "done" if event.get("reason") == "max-runtime" else "stopping"
         elif kind == "requeue":
             after = "pending" if before != "done" else before
         elif kind in ("finish", "fail", "cancel"):
