@@ -57,6 +57,8 @@ class Reservation:
     flavor: str
     units: dict[int, int]  # node index -> units reserved at start
     spare: dict[int, int]  # node index -> units a long job may still take there
+    queue: str = ""
+    quota_room: int = 0  # units of the flavor a long job of the same queue may still take
 
 
 @dataclass(slots=True)
@@ -69,8 +71,8 @@ class CycleContext:
     running: list[RunningJob]
     stops: list[Stop] = field(default_factory=list)
     reservation: Reservation | None = None
-    # releases of capacity already known (stopping jobs): flavor -> [(time, node, units)]
-    releases: dict[str, list[tuple[float, int, int]]] = field(default_factory=dict)
+    # known releases (stopping jobs): flavor -> [(time, node, units, queue)]
+    releases: dict[str, list[tuple[float, int, int, str]]] = field(default_factory=dict)
 
     @property
     def now(self) -> float:
@@ -122,7 +124,7 @@ def build_context(snapshot: Snapshot, policy: Policy) -> CycleContext:
             quota.add(job.queue, job.flavor, job.workers * job.gpus_per_worker)
             release = job.release_at if job.release_at is not None else now
             rel = ctx.releases.setdefault(job.flavor, [])
-            rel.extend((release, i, u) for i, u in units.items())
+            rel.extend((release, i, u, job.queue) for i, u in units.items())
             continue
         if any(i in cap.failed for i in workers):
             ctx.stops.append(Stop(job.name, "node-failure", None, now))
@@ -174,5 +176,5 @@ def build_context(snapshot: Snapshot, policy: Policy) -> CycleContext:
             if extra > 0:
                 cap.take(f, {i: extra})
                 release = max((v.release_at or now) for v in victims)
-                ctx.releases.setdefault(f, []).append((release, i, extra))
+                ctx.releases.setdefault(f, []).append((release, i, extra, ""))
     return ctx

@@ -227,6 +227,34 @@ def plan_preemption(ctx: CycleContext, job: PendingJob, flavor: str) -> Preempti
         s.victims.insert(pos, v)
     placement = s.fits()
     assert placement is not None
-    plan = PreemptionPlan(placement, list(s.victims), dict(s.free))
+    _give_back(s, placement)
+    victims = [v for v in s.victims if any(v.removed.values())]
+    plan = PreemptionPlan(placement, victims, dict(s.free))
     s.undo_all()
     return plan
+
+
+def _give_back(s: _Search, placement: Placement) -> None:
+    """Rule 6: a shrunk victim keeps every worker the preemptor does not need."""
+    quota = s.ctx.quota
+    after = dict(s.free)
+    for i, w in placement.workers.items():
+        after[i] = after.get(i, 0) - w * s.job.gpus_per_worker
+    quota.add(s.job.queue, s.flavor, s.need)
+    for v in s.victims:
+        if v.stops:
+            continue
+        g = v.job.g
+        for i in sorted(v.removed):
+            room = quota.headroom(v.job.queue, s.flavor) // g
+            back = min(v.removed[i], after.get(i, 0) // g, max(0, room))
+            if back <= 0:
+                continue
+            v.removed[i] -= back
+            after[i] -= back * g
+            if i in s.free:
+                s.free[i] -= back * g
+                s.free_total -= back * g
+            quota.add(v.job.queue, s.flavor, back * g)
+        v.removed = {i: w for i, w in v.removed.items() if w > 0}
+    quota.add(s.job.queue, s.flavor, -s.need)
