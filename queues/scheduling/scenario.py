@@ -39,6 +39,9 @@ DEFAULT_HALF_LIFE = 7 * 24 * 3600.0
 DEFAULT_RUNTIME = 3600.0
 """Estimated runtime used by backfill for a job with neither an estimate nor a class max_runtime."""
 
+_SAFE_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+"""``yaml.safe_load``'s loader, in C when libyaml is there (10x faster on large scenarios)."""
+
 NODE_ACTIONS = ("fail", "recover", "cordon", "uncordon")
 JOB_ACTIONS = ("cancel",)
 
@@ -151,7 +154,7 @@ def load_scenario(path: str | os.PathLike[str]) -> Scenario:
     except OSError as exc:
         raise ScenarioError(f"{source}: cannot read the file: {exc.strerror or exc}") from exc
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_SAFE_LOADER)
     except yaml.YAMLError as exc:
         detail = str(exc).replace("\n", " ")
         raise ScenarioError(f"{source}: invalid YAML: {detail}") from exc
