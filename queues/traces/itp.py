@@ -6,8 +6,9 @@ Rules (see also queues/traces/README.md):
   name in the cohort ``itp``. The files share one clock, so their jobs are merged by
   ``submission_time`` onto one shared cluster ``itp`` of 8-GPU nodes.
 - Cluster size: ``nodes`` if given; otherwise the smallest node count at which the selected
-  jobs' offered load (their GPU-seconds divided by the span of their submissions, at least one
-  hour) is at most ``load`` of the capacity, and at least enough nodes for the largest gang.
+  jobs' offered load (the mean GPUs they would hold during the span of their submissions, at
+  least one hour, if each started at once) is at most ``load`` of the capacity, and at least
+  enough nodes for the largest gang.
 - Quotas: the cluster's GPUs are split over the tenants in proportion to their GPU-hours demand
   among the selected jobs (largest remainder, so the nominals add up to the capacity); a tenant
   with no demand in the window gets 0 and borrows.
@@ -152,12 +153,18 @@ def import_itp(
 
 
 def auto_nodes(rows: list[_Row], load: float) -> int:
-    """Smallest 8-GPU node count with offered load <= ``load`` that fits the largest gang."""
+    """Smallest 8-GPU node count with offered load <= ``load`` that fits the largest gang.
+
+    The offered load is the mean number of GPUs the jobs would hold during their submission
+    span if each started at once: sum of gpus x (the part of its run inside the span) / span.
+    Counting only the part inside the span keeps a few weeks-long jobs from inflating it.
+    """
     if not rows:
         return 1
-    gpu_seconds = sum(r.num_gpus * r.duration for r in rows)
-    span = max(MIN_SPAN, max(r.t for r in rows) - min(r.t for r in rows))
-    by_load = math.ceil(gpu_seconds / span / load / NODE_GPUS)
+    first = min(r.t for r in rows)
+    span = max(MIN_SPAN, max(r.t for r in rows) - first)
+    busy = sum(r.num_gpus * max(0.0, min(r.t + r.duration, first + span) - r.t) for r in rows)
+    by_load = math.ceil(busy / span / load / NODE_GPUS)
     by_gang = math.ceil(max(r.num_gpus for r in rows) / NODE_GPUS)
     return max(1, by_load, by_gang)
 
