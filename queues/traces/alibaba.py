@@ -24,6 +24,12 @@ Rules (see also queues/traces/README.md):
   ``share="mig"`` gives them ceil(gpu_milli / 1000 x 7) slices of the flavor ``<model>-1g``
   (gpu_equivalent 1/7). Then a ``mig_fraction`` of each model's nodes, spread evenly in name
   order, exposes 7 slices per GPU instead of whole GPUs; whole-GPU pods never use slices.
+- ``node_fraction`` keeps only that share of each model's nodes (evenly spread in name order):
+  the full node list is far larger than the pods ever use at once, so benchmarks shrink it.
+  Pods that fit no kept node of an acceptable model are skipped (``no_node_fits``).
+- A ``prod`` pod cannot borrow, so it keeps only the flavors its tenant's nominal can hold;
+  with none left (a small ``node_fraction``) it is skipped as ``prod_over_tenant_quota``
+  instead of waiting forever.
 - Tenants: the trace has none, so pod ``name`` -> stable hash mod ``tenants`` -> queue
   ``tenant-<i>`` in cohort ``openb``; every tenant's nominal per flavor is an equal share of the
   cluster's capacity (largest remainder, so the shares add up to the capacity).
@@ -125,6 +131,7 @@ def import_alibaba(
     pod_list: str = "default",
     share: str = "round",
     mig_fraction: float = 0.25,
+    node_fraction: float = 1.0,
     tenants: int = 4,
     start: float | None = None,
     end: float | None = None,
@@ -144,13 +151,18 @@ def import_alibaba(
             f"{TRACE}: option 'share': must be one of {', '.join(SHARE_MODES)}, got {share!r}"
         )
     fraction = check_fraction(TRACE, "mig_fraction", mig_fraction)
+    keep = check_fraction(TRACE, "node_fraction", node_fraction)
+    if keep == 0:
+        raise TraceOptionError(f"{TRACE}: option 'node_fraction': must be greater than 0")
     check_positive_int(TRACE, "tenants", tenants)
     lo, hi = check_window(TRACE, start, end)
     check_positive_int(TRACE, "max_jobs", max_jobs)
     sigma = check_non_negative(TRACE, "noise", noise)
     interval = check_cycle_interval(TRACE, cycle_interval)
 
-    nodes = read_nodes(folder / "openb_node_list_gpu_node.csv", fraction if share == "mig" else 0)
+    nodes = read_nodes(
+        folder / "openb_node_list_gpu_node.csv", fraction if share == "mig" else 0, keep
+    )
     models = model_order({n.model for n in nodes})
     whole_max = {
         m: max((n.gpus for n in nodes if n.model == m and not n.sliced), default=0) for m in models
@@ -159,6 +171,10 @@ def import_alibaba(
         m: max((n.gpus * SLICES_PER_GPU for n in nodes if n.model == m and n.sliced), default=0)
         for m in models
     }
+
+    flavors_out, capacity = _flavors_and_capacity(nodes, models)
+    queue_names = [f"tenant-{i}" for i in range(tenants)]
+    shares = {f: apportion(cap, dict.fromkeys(queue_names, 1.0)) for f, cap in capacity.items()}
 
     stats = ImportStats()
     pods_path = require_file(TRACE, folder / f"openb_pod_list_{pod_list}.csv")
@@ -200,11 +216,18 @@ def import_alibaba(
             if not flavors:
                 stats.skip("no_node_fits")
                 continue
+            queue = f"tenant-{stable_hash(pod) % tenants}"
+            service_class = QOS_CLASS[times.qos]
+            if service_class == "prod":  # cannot borrow: only flavors its own quota can hold
+                flavors = [f for f in flavors if shares[f][queue] >= per_worker]
+                if not flavors:
+                    stats.skip("prod_over_tenant_quota")
+                    continue
             duration = whole_seconds(times.duration)
             job: dict[str, Any] = {
                 "name": pod,
-                "queue": f"tenant-{stable_hash(pod) % tenants}",
-                "class": QOS_CLASS[times.qos],
+                "queue": queue,
+                "class": service_class,
                 "submit_at": number(times.creation - lo),
                 "workers": 1,
                 "gpus_per_worker": per_worker,
@@ -221,11 +244,8 @@ def import_alibaba(
     rebase(jobs)
     stats.jobs = len(jobs)
 
-    flavors_out, capacity = _flavors_and_capacity(nodes, models)
-    queue_names = [f"tenant-{i}" for i in range(tenants)]
-    shares = {f: apportion(cap, dict.fromkeys(queue_names, 1.0)) for f, cap in capacity.items()}
     scenario = scenario_dict(
-        name=name or _default_name(pod_list, share, fraction, start, end, max_jobs),
+        name=name or _default_name(pod_list, share, fraction, keep, start, end, max_jobs),
         cycle_interval=interval,
         flavors=flavors_out,
         clusters=[{"name": CLUSTER, "nodes": [_node_entry(n) for n in nodes]}],
@@ -244,9 +264,10 @@ def import_alibaba(
     return TraceImport(scenario=scenario, stats=stats)
 
 
-def read_nodes(path: Path, mig_fraction: float) -> list[_Node]:
-    """GPU nodes in file order; ``mig_fraction`` of each model's nodes (evenly spread in name
-    order: node i of a model is sliced when floor((i+1)f) > floor(i f)) expose slices."""
+def read_nodes(path: Path, mig_fraction: float, node_fraction: float = 1.0) -> list[_Node]:
+    """GPU nodes in file order. ``node_fraction`` of each model's nodes are kept, and then
+    ``mig_fraction`` of each model's kept nodes expose slices; both pick nodes evenly spread
+    in name order (node i of n is picked when floor((i+1)f) > floor(i f))."""
     rows: list[tuple[str, str, int]] = []
     with require_file(TRACE, path).open(newline="") as f:
         for line, row in enumerate(csv.DictReader(f), start=2):
@@ -254,13 +275,20 @@ def read_nodes(path: Path, mig_fraction: float) -> list[_Node]:
             if gpus is None or gpus < 1 or not gpus.is_integer() or not row["model"]:
                 continue
             rows.append((row["sn"], row["model"], int(gpus)))
-    sliced: set[str] = set()
+    kept = _spread_pick(rows, node_fraction)
+    rows = [r for r in rows if r[0] in kept]
+    sliced = _spread_pick(rows, mig_fraction)
+    return [_Node(sn, model, gpus, sn in sliced) for sn, model, gpus in rows]
+
+
+def _spread_pick(rows: list[tuple[str, str, int]], fraction: float) -> set[str]:
+    picked: set[str] = set()
     for model in {m for _, m, _ in rows}:
         names = sorted(sn for sn, m, _ in rows if m == model)
         for i, sn in enumerate(names):
-            if math.floor((i + 1) * mig_fraction) > math.floor(i * mig_fraction):
-                sliced.add(sn)
-    return [_Node(sn, model, gpus, sn in sliced) for sn, model, gpus in rows]
+            if math.floor((i + 1) * fraction) > math.floor(i * fraction):
+                picked.add(sn)
+    return picked
 
 
 def _node_entry(node: _Node) -> dict[str, Any]:
@@ -362,11 +390,14 @@ def _default_name(
     pod_list: str,
     share: str,
     fraction: float,
+    keep: float,
     start: float | None,
     end: float | None,
     max_jobs: int | None,
 ) -> str:
     parts = [TRACE, pod_list, share if share == "round" else f"mig{number(fraction)}"]
+    if keep != 1:
+        parts.append(f"nodes{number(keep)}")
     if start is not None or end is not None:
         parts.append(f"t{number(start or 0)}-{'end' if end is None else number(end)}")
     if max_jobs is not None:

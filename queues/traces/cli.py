@@ -37,6 +37,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     philly.add_argument(
         "--vc-offset", type=float, default=0.0, help="seconds added to each VC's clock per index"
     )
+    philly.add_argument(
+        "--quota-scale", type=float, default=1.0, help="multiply every VC quota (and the cluster)"
+    )
 
     alibaba = sub.add_parser("alibaba", help="Alibaba OpenB 2023, GPU pods on GPU nodes")
     _common(alibaba)
@@ -46,6 +49,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     alibaba.add_argument(
         "--mig-fraction", type=float, default=0.25, help="share of nodes exposing 1/7 slices"
+    )
+    alibaba.add_argument(
+        "--node-fraction", type=float, default=1.0, help="share of each model's nodes to keep"
     )
     alibaba.add_argument("--tenants", type=int, default=4, help="queues the pods are hashed to")
 

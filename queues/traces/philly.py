@@ -14,6 +14,9 @@ Rules (see also docs in queues/traces/README.md):
   clock starts at 0 and the offsets between VCs are lost, so ``vc_offset`` seconds are added
   per VC index (the order of ``vcs``, else the quota file's order). Times are then shifted so
   the first selected job is submitted at 0. ``max_jobs`` keeps the earliest jobs after that.
+- ``quota_scale`` multiplies every VC's quota (rounded, at least one node), and so the cluster:
+  the quotas of this trace rarely make jobs wait, so a benchmark shrinks them to create
+  contention (Philly's real mean queueing delay was about an hour).
 - One service class ``std``: preemptible and may borrow.
 - Skipped (and counted): jobs of VCs without a quota or not selected, outside the window,
   without a positive duration or GPU count, larger than the whole cluster, beyond ``max_jobs``.
@@ -91,10 +94,17 @@ def import_philly(
     max_jobs: int | None = None,
     noise: float = 0.0,
     seed: int = 0,
+    quota_scale: float = 1.0,
     cycle_interval: float = DEFAULT_CYCLE_INTERVAL,
     name: str | None = None,
 ) -> TraceImport:
     folder = trace_dir if trace_dir is not None else traces_dir() / "philly-pcs"
+    if isinstance(quota_scale, bool) or not isinstance(quota_scale, int | float):
+        raise TraceOptionError(f"{TRACE}: option 'quota_scale': must be a number > 0")
+    if not quota_scale > 0:
+        raise TraceOptionError(
+            f"{TRACE}: option 'quota_scale': must be a number > 0, got {quota_scale!r}"
+        )
     lo, hi = check_window(TRACE, start, end)
     check_positive_int(TRACE, "max_jobs", max_jobs)
     offset = check_non_negative(TRACE, "vc_offset", vc_offset)
@@ -103,6 +113,8 @@ def import_philly(
 
     quotas = read_vc_quotas(folder / "vc_quota_nodes.csv")
     selected = _select_vcs(quotas, vcs)
+    if quota_scale != 1:
+        quotas = {vc: max(1, round(n * quota_scale)) if n else 0 for vc, n in quotas.items()}
     vc_index = {vc: i for i, vc in enumerate(selected)}
     capacity = sum(quotas[vc] for vc in selected) * NODE_GPUS
 
@@ -147,6 +159,8 @@ def import_philly(
 
     nodes = capacity // NODE_GPUS
     label = name or _default_name(selected, quotas, start, end, max_jobs)
+    if quota_scale != 1 and name is None:
+        label += f"-q{number(quota_scale)}"
     scenario = scenario_dict(
         name=label,
         cycle_interval=interval,

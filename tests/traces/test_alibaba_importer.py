@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -16,6 +17,14 @@ from queues.traces.common import TraceOptionError, stable_hash
 Rows = Callable[[Path], list[dict[str, str]]]
 CLASS_OF_QOS = {"LS": "prod", "BE": "spot", "Burstable": "std", "Guaranteed": "std"}
 ALL_MODELS = ["g2", "t4", "g3", "p100", "v100m32", "v100m16", "a10"]
+
+
+def usable_models(scenario: dict[str, Any], job: dict[str, Any]) -> list[str]:
+    """Every model, or for a prod job (which cannot borrow) those its tenant's quota holds."""
+    if job["class"] != "prod":
+        return ALL_MODELS
+    quotas = next(q["quotas"] for q in scenario["queues"] if q["name"] == job["queue"])
+    return [m for m in ALL_MODELS if quotas[m]["nominal"] >= job["gpus_per_worker"]]
 
 
 def test_gpu_nodes_become_scenario_nodes_with_one_flavor_per_model(
@@ -81,9 +90,9 @@ def test_gpu_spec_gives_an_ordered_flavor_list_and_no_spec_accepts_every_model(
     alibaba_dir: Path, rows: Rows
 ) -> None:
     pod_rows = {r["name"]: r for r in rows(alibaba_dir / "openb_pod_list_gpuspec33.csv")}
-    jobs = import_alibaba(alibaba_dir, pod_list="gpuspec33").scenario["jobs"]
+    scenario = import_alibaba(alibaba_dir, pod_list="gpuspec33").scenario
     seen = set()
-    for job in jobs:
+    for job in scenario["jobs"]:
         spec = pod_rows[job["name"]]["gpu_spec"]
         accepted = job.get("flavors") or [job["flavor"]]
         if spec == "P100|V100M16|V100M32":
@@ -91,7 +100,7 @@ def test_gpu_spec_gives_an_ordered_flavor_list_and_no_spec_accepts_every_model(
         elif spec == "T4":
             assert accepted == ["t4"]
         elif spec == "" and job["gpus_per_worker"] == 1:
-            assert accepted == ALL_MODELS
+            assert accepted == usable_models(scenario, job)
         else:
             continue
         seen.add(spec)
@@ -104,9 +113,35 @@ def test_round_mode_gives_a_shared_pod_one_whole_gpu(alibaba_dir: Path, rows: Ro
         for r in rows(alibaba_dir / "openb_pod_list_default.csv")
         if r["num_gpu"] == "1" and int(r["gpu_milli"]) < 1000
     )
-    jobs = {j["name"]: j for j in import_alibaba(alibaba_dir).scenario["jobs"]}
-    assert jobs[shared["name"]]["gpus_per_worker"] == 1
-    assert jobs[shared["name"]]["flavors"] == ALL_MODELS
+    scenario = import_alibaba(alibaba_dir).scenario
+    job = next(j for j in scenario["jobs"] if j["name"] == shared["name"])
+    assert job["gpus_per_worker"] == 1
+    assert job["flavors"] == usable_models(scenario, job)
+
+
+def test_a_prod_pod_lists_only_flavors_its_tenants_quota_can_hold(alibaba_dir: Path) -> None:
+    scenario = import_alibaba(alibaba_dir).scenario
+    a10 = {q["name"]: q["quotas"]["a10"]["nominal"] for q in scenario["queues"]}
+    assert sorted(a10.values()) == [0, 0, 1, 1]  # 2 A10 GPUs over 4 tenants
+    prod = [j for j in scenario["jobs"] if j["class"] == "prod" and "flavors" in j]
+    assert any(a10[j["queue"]] == 0 for j in prod)
+    for job in prod:
+        assert ("a10" in job["flavors"]) == (a10[job["queue"]] >= job["gpus_per_worker"])
+    spot = [j for j in scenario["jobs"] if j["class"] == "spot" and j["gpus_per_worker"] == 1]
+    assert all(j["flavors"] == ALL_MODELS for j in spot)
+
+
+def test_a_small_node_fraction_keeps_an_even_share_of_each_models_nodes(
+    alibaba_dir: Path, rows: Rows
+) -> None:
+    node_rows = rows(alibaba_dir / "openb_node_list_gpu_node.csv")
+    result = import_alibaba(alibaba_dir, node_fraction=0.1, max_jobs=300)
+    nodes = result.scenario["clusters"][0]["nodes"]
+    g2 = sorted(r["sn"] for r in node_rows if r["model"] == "G2")
+    kept_g2 = [n["name"] for n in nodes if "g2" in n["gpus"]]
+    assert len(kept_g2) == len(g2) // 10
+    assert kept_g2[0] == g2[9] and kept_g2[1] == g2[19]  # every tenth node in name order
+    assert "a10" not in {f["name"] for f in result.scenario["flavors"]}  # 2 nodes x 0.1 < 1
 
 
 def test_mig_mode_slices_a_fraction_of_nodes_and_gives_shared_pods_enough_slices(
@@ -189,6 +224,7 @@ def test_importing_twice_gives_the_same_scenario(alibaba_dir: Path) -> None:
         ({"share": "half"}, "option 'share': must be one of round, mig"),
         ({"mig_fraction": 1.5}, "option 'mig_fraction': must be a number between 0 and 1"),
         ({"tenants": 0}, "option 'tenants': must be an integer >= 1"),
+        ({"node_fraction": 0}, "option 'node_fraction': must be greater than 0"),
         ({"start": -1}, "option 'start': must be >= 0"),
     ],
 )

@@ -98,6 +98,14 @@ def test_gang_shape_keeps_the_gpu_total_and_each_worker_on_one_node(
     assert gang_shape(gpus) == shape
 
 
+def test_quota_scale_shrinks_every_vc_quota_and_the_cluster_with_them(philly_dir: Path) -> None:
+    result = import_philly(philly_dir, vcs=["6214e9", "ed69ec"], quota_scale=0.1, max_jobs=10)
+    quotas = [q["quotas"]["gpu"]["nominal"] for q in result.scenario["queues"]]
+    assert quotas == [6 * 8, 1 * 8]  # 64 nodes -> 6; 8 nodes -> 0.8 -> 1
+    assert result.scenario["clusters"][0]["nodes"][0]["count"] == 7
+    assert result.scenario["name"].endswith("-q0.1")
+
+
 def test_vc_offset_shifts_each_vcs_clock_by_its_index(philly_dir: Path) -> None:
     plain = import_philly(philly_dir, vcs=["ed69ec", "103959"], max_jobs=2000)
     shifted = import_philly(philly_dir, vcs=["ed69ec", "103959"], vc_offset=10_000, max_jobs=2000)
@@ -153,6 +161,7 @@ def test_the_scenario_survives_yaml_and_the_scenario_loader(philly_dir: Path) ->
         ({"start": 100, "end": 50}, "option 'end': must be greater than 'start'"),
         ({"noise": -1}, "option 'noise': must be a number >= 0"),
         ({"vc_offset": -5}, "option 'vc_offset'"),
+        ({"quota_scale": 0}, "option 'quota_scale': must be a number > 0"),
     ],
 )
 def test_bad_options_are_rejected_naming_the_option(
