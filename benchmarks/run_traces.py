@@ -188,7 +188,7 @@ def write_series(
 
 def _plotly(trace: str, columns: dict[str, list[tuple[float, float]]], out: Path) -> list[Path]:
     try:
-        from plotly.subplots import make_subplots
+        from plotly.subplots import make_subplots  # type: ignore[import-untyped, unused-ignore]
     except ImportError:
         return []
     fig = make_subplots(
@@ -213,10 +213,10 @@ def _plotly(trace: str, columns: dict[str, list[tuple[float, float]]], out: Path
 
 def _matplotlib(trace: str, columns: dict[str, list[tuple[float, float]]], out: Path) -> list[Path]:
     try:
-        import matplotlib
+        import matplotlib  # type: ignore[import-not-found, unused-ignore]
 
         matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        import matplotlib.pyplot as plt  # type: ignore[import-not-found, unused-ignore]
     except ImportError:
         return []
     fig, (top, bottom) = plt.subplots(2, 1, sharex=True, figsize=(10, 7))
