@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from queues.scheduling.scenario import load_scenario
 from queues.traces.cli import main
@@ -93,3 +94,22 @@ def test_manage_py_command_takes_the_same_arguments(itp_dir: Path, tmp_path: Pat
     bad = parser.parse_args(["itp", "--trace-dir", str(itp_dir), "--nodes", "0"])
     with pytest.raises(CommandError, match="option 'nodes'"):
         command.execute(**vars(bad))
+
+
+def test_every_importer_writes_yaml_that_reads_back_as_the_same_dict(
+    philly_dir: Path, alibaba_dir: Path, itp_dir: Path
+) -> None:
+    from queues.traces.alibaba import import_alibaba
+    from queues.traces.cli import dump_yaml
+    from queues.traces.itp import import_itp
+    from queues.traces.philly import import_philly
+
+    results = {
+        "philly": import_philly(philly_dir, max_jobs=50, noise=0.4),
+        "alibaba": import_alibaba(alibaba_dir, share="mig", max_jobs=50),
+        "itp": import_itp(itp_dir, max_jobs=50),
+    }
+    for trace, result in results.items():
+        text = io.StringIO()
+        dump_yaml(result, trace, text)
+        assert yaml.safe_load(text.getvalue()) == result.scenario, trace
