@@ -205,11 +205,16 @@ def bucket_means(series: Series, end: float, buckets: int) -> list[tuple[float, 
     points = [*series, (end, series[-1][1])]
     for (t0, value), (t1, _) in itertools.pairwise(points):
         lo, hi = max(t0, 0.0), min(t1, end)
-        while lo < hi:
-            index = min(int(lo / width), buckets - 1)
-            edge = min(hi, (index + 1) * width)
-            sums[index] += value * (edge - lo)
-            lo = edge if edge > lo else hi
+        if hi <= lo or value == 0:
+            continue
+        first = max(0, min(buckets - 1, int(lo / width) - 1))  # -1: float rounding at edges
+        for index in range(first, buckets):
+            left, right = index * width, (index + 1) * width
+            if left >= hi:
+                break
+            overlap = min(hi, right) - max(lo, left)
+            if overlap > 0:
+                sums[index] += value * overlap
     return [(i * width, s / width) for i, s in enumerate(sums)]
 
 

@@ -185,3 +185,12 @@ def test_summary_row_and_markdown_table_show_the_benchmark_numbers() -> None:
     assert "p95 JCT s" in header and "Jain (GPU-h/quota)" in header
     assert line.startswith("| default | 4 | 3 | 260 |")
     assert "| 0.500 |" in line and "| 3.5 |" in line
+
+
+def test_bucket_means_keep_the_whole_integral_whatever_the_bucket_edges() -> None:
+    series = [(0.0, 1.0), (0.3, 2.0), (0.7, 0.5), (2.9, 3.0)]
+    end = 3.7
+    integral = 0.3 * 1 + 0.4 * 2 + 2.2 * 0.5 + 0.8 * 3
+    for buckets in (1, 3, 7, 10, 37, 200):
+        means = bucket_means(series, end, buckets)
+        assert sum(m for _, m in means) * end / buckets == pytest.approx(integral)
