@@ -66,7 +66,10 @@ def test_saving_a_cluster_with_an_empty_token_keeps_the_stored_one(admin_client_
 
 def test_clear_token_removes_the_stored_token(admin_client_: Client) -> None:
     cluster = Cluster.objects.create(
-        name="gpu-prod", driver="kubernetes", kubeconfig_path="/etc/kube/config", token=SECRET,
+        name="gpu-prod",
+        driver="kubernetes",
+        kubeconfig_path="/etc/kube/config",
+        token=SECRET,
         api_url="https://k8s.example.org:6443",
     )
     response = admin_client_.post(
@@ -98,7 +101,5 @@ def test_kubernetes_cluster_without_credentials_shows_a_form_error(admin_client_
         "/admin/queues/cyclerun/",
     ],
 )
-def test_admin_lists_filter_and_search(
-    admin_client_: Client, queue_a: Any, url: str
-) -> None:
+def test_admin_lists_filter_and_search(admin_client_: Client, queue_a: Any, url: str) -> None:
     assert admin_client_.get(url).status_code == 200
