@@ -49,10 +49,15 @@ def print_banner() -> None:
 
 
 def stop(children: dict[str, subprocess.Popen[bytes]]) -> None:
-    for child in children.values():
+    """SIGTERM each main process (Celery then shuts down warmly, stopping its own pool); the web
+    server's whole group, so that runserver's auto-reloader child goes too. SIGKILL stragglers."""
+    for name, child in children.items():
         if child.poll() is None:
             with contextlib.suppress(ProcessLookupError):
-                os.killpg(child.pid, signal.SIGTERM)
+                if name == "web":
+                    os.killpg(child.pid, signal.SIGTERM)
+                else:
+                    child.terminate()
     deadline = time.monotonic() + STOP_TIMEOUT
     for name, child in children.items():
         try:
@@ -62,6 +67,9 @@ def stop(children: dict[str, subprocess.Popen[bytes]]) -> None:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(child.pid, signal.SIGKILL)
             child.wait()
+        # Whatever is left in the group (an orphaned reloader or pool child) goes too.
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(child.pid, signal.SIGKILL)
 
 
 def main() -> int:
