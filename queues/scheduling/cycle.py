@@ -370,8 +370,9 @@ class _Cycle:
             ):
                 reason, blocker = explain.HEAD_OF_LINE, self.head_blocker
             estimate: float | None = None
-            if res is not None and res.job == job.name:
-                reason, flavor, estimate = explain.RESERVED, res.flavor, res.start
+            reserved = res is not None and res.job == job.name
+            if res is not None and reserved:
+                estimate = res.start
             elif reason == explain.BEHIND_RESERVATION and res is not None:
                 blocker = res.job
             need = (job.min_workers or job.workers) * job.gpus_per_worker
@@ -402,6 +403,7 @@ class _Cycle:
                 topology_level=job.topology.level if job.topology else "",
                 blocker=blocker,
                 estimated_start=estimate,
+                reserved=reserved,
             )
 
     # -- the walk ------------------------------------------------------------------------------
