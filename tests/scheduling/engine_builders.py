@@ -146,7 +146,15 @@ def scenario(jobs: list[dict[str, Any]], **overrides: Any) -> Scenario:
         ],
         "queues": [{"name": "q", "quotas": {"h100": {"nominal": 16}}}],
         "jobs": [
-            {"queue": "q", "class": "std", "workers": 1, "flavor": "h100", "duration": 100, **j}
+            {
+                "queue": "q",
+                "class": "std",
+                "workers": 1,
+                "gpus_per_worker": 1,
+                "flavor": "h100",
+                "duration": 100,
+                **j,
+            }
             for j in jobs
         ],
     }
