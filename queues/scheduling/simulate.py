@@ -221,8 +221,9 @@ class Simulator:
             job.state = "failed"
             job.ended_at = t
 
-    def stop(self, job: SimJob, t: float, reason: str, by: str | None, release_at: float,
-             requeue: bool) -> None:
+    def stop(
+        self, job: SimJob, t: float, reason: str, by: str | None, release_at: float, requeue: bool
+    ) -> None:
         if job.state == "starting":  # a waiting preemptor lost a node: back to pending
             self.admitted.pop(job.spec.name, None)
             job.state, job.placement, job.admitted = "pending", {}, None
@@ -260,7 +261,10 @@ class Simulator:
         queues = tuple(
             Queue(
                 q.name,
-                {f: Quota(v.nominal, v.borrowing_limit, v.lending_limit) for f, v in q.quotas.items()},
+                {
+                    f: Quota(v.nominal, v.borrowing_limit, v.lending_limit)
+                    for f, v in q.quotas.items()
+                },
                 q.team,
                 q.cohort,
                 q.weight,
@@ -349,8 +353,13 @@ class Simulator:
         key = (res.job, res.start, tuple(sorted(res.nodes.items()))) if res else None
         if res is not None and key != self.last_reservation:
             self.report.event(
-                t, "reserve", job=res.job, start=res.start, cluster=res.cluster,
-                flavor=res.flavor, nodes=dict(res.nodes),
+                t,
+                "reserve",
+                job=res.job,
+                start=res.start,
+                cluster=res.cluster,
+                flavor=res.flavor,
+                nodes=dict(res.nodes),
             )
         self.last_reservation = key
 
