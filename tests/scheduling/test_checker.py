@@ -60,6 +60,11 @@ def _admit(t: float, job: str, placement: dict[str, int], queue: str = "a",
             "flavor": flavor, "workers": count, "placement": placement}  # fmt: skip
 
 
+def _scheduled(event: dict[str, Any]) -> bool:
+    """A preemption the scheduler decided (what the report's counts hold)."""
+    return event["type"] == "preempt" and event["reason"] in ("reclaim", "fair-share", "priority")
+
+
 def _report(scenario: Scenario, events: list[dict[str, Any]]) -> dict[str, Any]:
     """A report whose job table and totals agree with ``events`` (the events are under test)."""
     rows = []
@@ -72,9 +77,9 @@ def _report(scenario: Scenario, events: list[dict[str, Any]]) -> dict[str, Any]:
             "name": job.name, "queue": job.queue, "submitted_at": job.submit_at,
             "started_at": admits[0] if admits else None, "finished_at": ends.get("finish"),
             "state": next((state[k] for k in ends), "running" if admits else "pending"),
-            "preemptions": sum(e["type"] == "preempt" for e in mine),
+            "preemptions": sum(_scheduled(e) for e in mine),
         })  # fmt: skip
-    summary = {"jobs": len(rows), "preemptions": sum(e["type"] == "preempt" for e in events)}
+    summary = {"jobs": len(rows), "preemptions": sum(_scheduled(e) for e in events)}
     return {"scenario": scenario.name, "policy": "test", "summary": summary, "jobs": rows,
             "events": events}  # fmt: skip
 
@@ -361,4 +366,19 @@ def test_an_event_for_an_unknown_job_is_caught() -> None:
     scenario = _scenario([_job("x")])
     assert _check(scenario, [{"t": 0, "type": "finish", "job": "ghost"}]) == [
         "t=0: finish 'ghost': names no job of the scenario",
+    ]
+
+
+def test_preemption_counts_leave_out_node_failures() -> None:
+    scenario = _scenario([_job("x")], events=[{"at": 5, "node": "n1", "action": "fail"}])
+    events = [
+        _admit(0, "x", {"n1": 4}),
+        {"t": 5, "type": "preempt", "job": "x", "reason": "node-failure"},
+    ]
+    report = _report(scenario, events)
+    assert report["jobs"][0]["preemptions"] == 0
+    assert check_report(scenario, report) == []
+    report["jobs"][0]["preemptions"] = 1
+    assert check_report(scenario, report) == [
+        "jobs: x: preemptions is 1, but the events hold 0 (reclaim, fair-share, priority)",
     ]
