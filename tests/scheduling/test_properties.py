@@ -10,6 +10,7 @@ more. A failure prints the shrunk scenario as YAML, ready to save and replay wit
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,6 +22,8 @@ from queues.scheduling.policies import POLICIES
 from queues.scheduling.scenario import load_scenario, parse_scenario
 from queues.scheduling.simulate import simulate
 from tests.scheduling.strategies import scenarios
+
+SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
 
 settings.register_profile(
     "ci",
@@ -135,6 +138,29 @@ KNOWN_CASES = {
             {"name": "low", "priority": 10, "grace_period": 15},
         ],
     ),
+    # a class that cannot borrow is admitted only if its queue stays within nominal, also when
+    # an elastic job of the same queue is shrunk for it (here: shrunk too little, then regrown)
+    "elastic-shrink-leaves-prod-borrowing": _case(
+        [
+            {"name": "f", "queue": "b", "class": "prod", "gpus_per_worker": 3},
+            {"name": "s", "workers": 3, "gpus_per_worker": 1, "min_workers": 1, "submit_at": 1},
+            {"name": "p", "class": "prod", "workers": 4, "gpus_per_worker": 2, "submit_at": 10},
+        ],
+        clusters=[
+            {
+                "name": "c",
+                "nodes": [{"name": "n0", "gpus": {"gpu": 7}}, {"name": "n1", "gpus": {"gpu": 7}}],
+            }
+        ],
+        queues=[
+            {"name": "a", "cohort": "x", "quotas": {"gpu": {"nominal": 9}}},
+            {"name": "b", "cohort": "x", "quotas": {"gpu": {"nominal": 5}}},
+        ],
+        service_classes=[
+            {"name": "prod", "priority": 1000, "preemptible": False, "can_borrow": False},
+            {"name": "std", "priority": 100},
+        ],
+    ),
 }
 
 
@@ -142,6 +168,14 @@ KNOWN_CASES = {
 def test_every_policy_keeps_every_rule_on_known_cases(name: str) -> None:
     data = KNOWN_CASES[name]
     scenario = parse_scenario(data, source=f"{name}.yaml")
+    for policy in sorted(POLICIES):
+        violations = check_report(scenario, simulate(scenario, policy=policy))
+        assert not violations, f"policy {policy!r}:\n  " + "\n  ".join(violations)
+
+
+@pytest.mark.parametrize("path", sorted(SCENARIOS.glob("*.yaml")), ids=lambda p: p.stem)
+def test_every_policy_keeps_every_rule_on_the_example_scenarios(path: Path) -> None:
+    scenario = load_scenario(path)
     for policy in sorted(POLICIES):
         violations = check_report(scenario, simulate(scenario, policy=policy))
         assert not violations, f"policy {policy!r}:\n  " + "\n  ".join(violations)
