@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from queues.scheduling.scenario import JobSpec, QueueSpec, Scenario, ServiceClassSpec
@@ -85,6 +85,7 @@ class _History:
     cancelled: float | None = None
     failed: float | None = None
     preemptions: int = 0
+    admits: list[float] = field(default_factory=list)
 
 
 class _Replay:
@@ -109,6 +110,8 @@ class _Replay:
         self.history: dict[str, _History] = defaultdict(_History)
         self.preempt_count = 0
         self.stranded: set[tuple[str, str]] = set()  # (job, node) already reported
+        self.promises: dict[str, tuple[float, float, str]] = {}  # preemptor: (t, deadline, what)
+        self.last_t = 0.0
 
     # -- helpers ----------------------------------------------------------------------------
 
@@ -172,6 +175,8 @@ class _Replay:
                 self.event(t, item)
         if current is not None:
             self.check_failed_nodes(current)
+        self.last_t = last
+        self.check_promises()
 
     def node_event(self, node: str, action: str) -> None:
         if action == "fail":
@@ -237,6 +242,7 @@ class _Replay:
         self.check_nodes(t, alloc, set(alloc.placement), what)
         self.check_quota(t, job, alloc, what)
         history.first_admit = t if history.first_admit is None else history.first_admit
+        history.admits.append(t)
         history.last_admit = t
 
     def scale(self, t: float, job: JobSpec, event: Mapping[str, Any], what: str) -> None:
@@ -252,6 +258,9 @@ class _Replay:
         if new is None:
             return
         self.check_gang(t, job, new.workers, what)
+        reason = event.get("reason")
+        if new.workers < old.workers and reason in PROTECTED_REASONS:
+            self.check_victim(t, job, old, event, str(reason), what)
         grown = {n for n, g in new.placement.items() if g > old.placement.get(n, 0)}
         self.running[job.name] = new
         self.check_nodes(t, new, grown, what)
@@ -392,19 +401,64 @@ class _Replay:
             return
         if reason not in STOP_REASONS:
             self.fail(t, what, f"unknown reason {reason!r}")
-        service_class = self.classes[job.service_class]
         self.check_runtime(t, job, alloc, what)
         if reason in PROTECTED_REASONS:
-            if not service_class.preemptible:
-                self.fail(t, what, f"class {service_class.name} is not preemptible ({reason})")
-            ran = t - alloc.started
-            if ran < service_class.min_runtime - EPS:
-                self.fail(
-                    t, what, f"preempted ({reason}) after {_fmt(ran)} s, inside its class "
-                    f"min_runtime of {_fmt(service_class.min_runtime)} s"
-                )  # fmt: skip
-            self.check_preemptor(t, job, event, str(reason), what)
+            self.check_victim(t, job, alloc, event, str(reason), what)
         self.stop(t, job)
+
+    def check_victim(
+        self, t: float, job: JobSpec, alloc: _Alloc, event: Mapping[str, Any], reason: str,
+        what: str,
+    ) -> None:  # fmt: skip
+        """Rules 1-5 for a job stopped or shrunk (rule 6) for a preemptor."""
+        service_class = self.classes[job.service_class]
+        if not service_class.preemptible:
+            self.fail(t, what, f"class {service_class.name} is not preemptible ({reason})")
+        ran = t - alloc.started
+        if ran < service_class.min_runtime - EPS:
+            self.fail(
+                t, what, f"preempted ({reason}) after {_fmt(ran)} s, inside its class "
+                f"min_runtime of {_fmt(service_class.min_runtime)} s"
+            )  # fmt: skip
+        self.check_preemptor(t, job, event, reason, what)
+        self.promise(t, job, event, what)
+
+    def promise(self, t: float, victim: JobSpec, event: Mapping[str, Any], what: str) -> None:
+        """Remember that ``by`` must start once the victims' grace period has passed."""
+        by = event.get("by")
+        if not isinstance(by, str) or by not in self.jobs:
+            return
+        deadline = t + self.grace(victim) + self.scenario.cycle_interval
+        if by in self.promises and self.promises[by][0] == t:
+            deadline = max(deadline, self.promises[by][1])
+            what = self.promises[by][2]
+        elif by in self.promises:
+            self.check_promise(by)
+        self.promises[by] = (t, deadline, what)
+
+    def check_promises(self) -> None:
+        for by in sorted(self.promises):
+            self.check_promise(by)
+        self.promises.clear()
+
+    def check_promise(self, by: str) -> None:
+        """Rule 5: nothing is stopped for a preemptor that then does not start."""
+        t, deadline, what = self.promises.pop(by)
+        history = self.history[by]
+        started = any(t - EPS <= at <= deadline + EPS for at in history.admits)
+        cancelled = history.cancelled is not None and history.cancelled <= deadline + EPS
+        ended = self.last_t < deadline or (
+            self.scenario.until is not None and self.scenario.until < deadline
+        )
+        disturbed = any(  # a node failing or cordoned meanwhile may take the room away
+            t - EPS <= e.at <= deadline + EPS and e.action in ("fail", "cordon")
+            for e in self.scenario.events
+        )
+        if not (started or cancelled or ended or disturbed):
+            self.fail(
+                t, what, f"its preemptor {by} did not start by t={_fmt(deadline)} "
+                "(the victims' grace period plus one cycle)"
+            )  # fmt: skip
 
     def check_preemptor(
         self, t: float, victim: JobSpec, event: Mapping[str, Any], reason: str, what: str

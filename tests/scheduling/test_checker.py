@@ -382,3 +382,34 @@ def test_preemption_counts_leave_out_node_failures() -> None:
     assert check_report(scenario, report) == [
         "jobs: x: preemptions is 1, but the events hold 0 (reclaim, fair-share, priority)",
     ]
+
+
+def test_stopping_a_job_for_a_preemptor_that_never_starts_is_caught() -> None:
+    scenario = _scenario([_job("v", cls="low"), _job("p", submit_at=5), _job("z")])
+    events = _two_running_then(
+        {"t": 9, "type": "preempt", "job": "v", "by": "p", "reason": "priority"},
+        _admit(100, "z", {"n2": 4}),  # the report goes on past the deadline
+    )
+    assert _check(scenario, events) == [
+        "t=9: preempt v: its preemptor p did not start by t=19 "
+        "(the victims' grace period plus one cycle)",
+    ]
+    started = [*events[:2], _admit(9, "p", {"n1": 4}), events[2]]
+    assert _check(scenario, started) == []
+
+
+def test_shrinking_an_elastic_job_follows_the_preemption_rules() -> None:
+    scenario = _scenario([_job("el", workers=4, gpus_per_worker=2, min_workers=1),
+                          _job("p", cls="prod", submit_at=5, gpus_per_worker=2)])  # fmt: skip
+    shrink = {"t": 100, "type": "scale", "job": "el", "workers": 3, "placement": {"n1": 6},
+              "by": "p", "reason": "priority"}  # fmt: skip
+    events = [_admit(0, "el", {"n1": 8}, workers=4), shrink, _admit(100, "p", {"n1": 2})]
+    assert _check(scenario, events) == [
+        "t=100: scale el: preempted (priority) after 100 s, inside its class min_runtime of 600 s",
+    ]
+    later = [
+        _admit(0, "el", {"n1": 8}, workers=4),
+        {**shrink, "t": 700},
+        _admit(700, "p", {"n1": 2}),
+    ]
+    assert _check(scenario, later) == []
