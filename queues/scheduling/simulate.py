@@ -203,7 +203,7 @@ class Simulator:
         if cls is not None and cls.min_runtime > 0:
             self.push(t + cls.min_runtime, TIMER)
         if cls is not None and cls.max_runtime is not None:
-            self.push(t + cls.max_runtime, TIMER)
+            self.push(t + cls.max_runtime, TIMER, "max-runtime")
 
     def release(self, job: SimJob, t: float) -> None:
         """GPUs of a stopping job come free; a preempted job goes back to pending."""
@@ -401,8 +401,8 @@ class Simulator:
         if kind == SUBMIT:
             self.submit(self.jobs[name])
             return True
-        if kind == TIMER:
-            return bool(self.pending)
+        if kind == TIMER:  # max_runtime reached, or min_runtime over (matters to waiters)
+            return name == "max-runtime" or bool(self.pending)
         if kind == NODE:
             node, action = name.split("\0")
             key = (self.node_cluster[node], node)
