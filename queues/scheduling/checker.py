@@ -26,7 +26,7 @@ cancelled or failed job's ``finished_at`` is empty or the time it ended.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -112,38 +112,50 @@ class _Replay:
         self.stranded: set[tuple[str, str]] = set()  # (job, node) already reported
         self.promises: dict[str, tuple[float, float, str]] = {}  # preemptor: (t, deadline, what)
         self.last_t = 0.0
+        # GPUs held by running and stopping jobs, kept up to date by take() and give()
+        self.node_used: dict[tuple[str, str], int] = defaultdict(int)
+        self.queue_used: dict[tuple[str, str], int] = defaultdict(int)
 
     # -- helpers ----------------------------------------------------------------------------
 
     def fail(self, t: float, what: str, problem: str) -> None:
         self.violations.append(f"t={_fmt(t)}: {what}: {problem}")
 
-    def allocations(self) -> Iterable[_Alloc]:
-        yield from self.running.values()
-        for _, alloc in self.stopping:
-            yield alloc
+    def take(self, alloc: _Alloc) -> None:
+        self.count(alloc, 1)
+
+    def give(self, alloc: _Alloc) -> None:
+        self.count(alloc, -1)
+
+    def count(self, alloc: _Alloc, sign: int) -> None:
+        for node, gpus in alloc.placement.items():
+            self.node_used[node, alloc.flavor] += sign * gpus
+            self.queue_used[alloc.queue, alloc.flavor] += sign * gpus
 
     def release_due(self, t: float) -> None:
-        self.stopping = [(end, a) for end, a in self.stopping if end > t + EPS]
+        keep = []
+        for end, alloc in self.stopping:
+            if end > t + EPS:
+                keep.append((end, alloc))
+            else:
+                self.give(alloc)
+        self.stopping = keep
 
     def grace(self, job: JobSpec) -> float:
         return self.classes[job.service_class].grace_period
 
     def node_usage(self, node: str, flavor: str) -> int:
-        return sum(a.placement.get(node, 0) for a in self.allocations() if a.flavor == flavor)
+        return self.node_used.get((node, flavor), 0)
 
     def queue_usage(self, queue: str, flavor: str) -> int:
-        return sum(
-            sum(a.placement.values())
-            for a in self.allocations()
-            if a.queue == queue and a.flavor == flavor
-        )
+        return self.queue_used.get((queue, flavor), 0)
 
     def borrowing(self, queue: str) -> bool:
         spec = self.queues[queue]
         return any(
-            self.queue_usage(queue, f) > (q.nominal if (q := spec.quotas.get(f)) else 0)
-            for f in {a.flavor for a in self.allocations() if a.queue == queue}
+            used > (q.nominal if (q := spec.quotas.get(f)) else 0)
+            for (name, f), used in self.queue_used.items()
+            if name == queue
         )
 
     # -- replay -----------------------------------------------------------------------------
@@ -239,6 +251,7 @@ class _Replay:
             return
         self.check_gang(t, job, alloc.workers, what)
         self.running[job.name] = alloc
+        self.take(alloc)
         self.check_nodes(t, alloc, set(alloc.placement), what)
         self.check_quota(t, job, alloc, what)
         history.first_admit = t if history.first_admit is None else history.first_admit
@@ -263,6 +276,8 @@ class _Replay:
             self.check_victim(t, job, old, event, str(reason), what)
         grown = {n for n, g in new.placement.items() if g > old.placement.get(n, 0)}
         self.running[job.name] = new
+        self.give(old)
+        self.take(new)
         self.check_nodes(t, new, grown, what)
         if new.workers > old.workers:
             self.check_quota(t, job, new, what)
@@ -503,6 +518,8 @@ class _Replay:
 
     def finish(self, t: float, job: JobSpec, what: str) -> None:
         alloc = self.running.pop(job.name, None)
+        if alloc is not None:
+            self.give(alloc)
         history = self.history[job.name]
         if history.finished is not None:
             self.fail(t, what, "job finished twice")
