@@ -137,7 +137,10 @@ def build_context(snapshot: Snapshot, policy: Policy) -> CycleContext:
         units = {i: w * job.gpus_per_worker for i, w in workers.items()}
         if job.stopping:
             if job.held_for is not None and job.held_for in waiting:
+                # capacity: shared with its preemptor (below); quota: counted until released
                 held.setdefault(job.held_for, []).append(job)
+                key = (job.queue, job.flavor)
+                usage[key] = usage.get(key, 0) + job.workers * job.gpus_per_worker
                 continue
             cap.take(job.flavor, units)
             key = (job.queue, job.flavor)
@@ -146,15 +149,25 @@ def build_context(snapshot: Snapshot, policy: Policy) -> CycleContext:
             rel = ctx.releases.setdefault(job.flavor, [])
             rel.extend((release, i, u, job.queue) for i, u in units.items())
             continue
-        if any(i in cap.failed for i in workers):
-            ctx.stops.append(Stop(job.name, "node-failure", None, now))
-            continue
-        if (
+        stop_reason = None
+        if cap.failed and any(i in cap.failed for i in workers):
+            stop_reason = "node-failure"
+        elif (
             cls.max_runtime is not None
             and job.started_at is not None
             and now - job.started_at >= cls.max_runtime
         ):
-            ctx.stops.append(Stop(job.name, "max-runtime", None, now, requeue=False))
+            stop_reason = "max-runtime"
+        if stop_reason is not None:
+            # stopped whole; its GPUs stay busy (and counted) through its grace period
+            release = now + cls.grace_period
+            requeue = stop_reason == "node-failure"
+            ctx.stops.append(Stop(job.name, stop_reason, None, release, requeue=requeue))
+            cap.take(job.flavor, units)
+            key = (job.queue, job.flavor)
+            usage[key] = usage.get(key, 0) + job.workers * job.gpus_per_worker
+            rel = ctx.releases.setdefault(job.flavor, [])
+            rel.extend((release, i, u, job.queue) for i, u in units.items())
             continue
         cap.take(job.flavor, units)
         key = (job.queue, job.flavor)

@@ -235,10 +235,13 @@ class _Cycle:
         units = {i: w * job.gpus_per_worker for i, w in plan.placement.workers.items()}
         ctx.cap.take(flavor, units)
         if release > now:
-            # the victims' GPUs are held for the preemptor until it starts
+            # the victims' GPUs are held for the preemptor until it starts, and the victims
+            # keep counting against their queues' quota until their grace period ends
             for i in list(free):
                 if free[i] > before.get(i, 0):
                     free[i] = before.get(i, 0)
+            for v in plan.victims:
+                ctx.quota.add(v.job.queue, flavor, sum(v.removed.values()) * v.job.g)
         # capacity came free: shapes that failed may fit now
         self.failed_shapes = {k: v for k, v in self.failed_shapes.items() if k[0] != flavor}
         total = sum(units.values())

@@ -280,6 +280,10 @@ def _give_back(s: _Search, placement: Placement) -> None:
         g = v.job.g
         for i in sorted(v.removed):
             room = quota.headroom(v.job.queue, s.flavor) // g
+            if v.job.queue == s.job.queue and not s.cls.can_borrow:
+                # the preemptor may not borrow: its queue must stay within nominal
+                left = quota.nominal(s.job.queue, s.flavor) - quota.used(s.job.queue, s.flavor)
+                room = min(room, left // g)
             back = min(v.removed[i], after.get(i, 0) // g, max(0, room))
             if back <= 0:
                 continue
