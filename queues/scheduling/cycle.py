@@ -211,6 +211,7 @@ class _Cycle:
             ctx.quota.add(r.queue, flavor, -removed_units)
             release_at = now + r.cls.grace_period
             release = max(release, release_at)
+            ctx.mutated.append((r, dict(r.workers)))
             if v.stops:
                 ctx.stops.append(Stop(r.name, v.reason, job.name, release_at))
                 r.workers = {}
@@ -324,6 +325,7 @@ class _Cycle:
             if not added:
                 continue
             units = {i: w * r.g for i, w in added.items()}
+            ctx.mutated.append((r, dict(r.workers)))
             ctx.cap.take(r.flavor, units)
             ctx.quota.add(r.queue, r.flavor, sum(units.values()))
             for i, w in added.items():
