@@ -239,15 +239,19 @@ def build_context(snapshot: Snapshot, policy: Policy) -> CycleContext:
         else:  # its preemptor is gone or started: an ordinary stopping job
             inc.add(id(job), job)
     cap = Capacity(snapshot, inc.free)
-    quota = QuotaState(snapshot.queues)
-    ctx = CycleContext(snapshot, policy, cap, quota, dict(inc.classes), [])
-    ctx.mutated = inc.mutated
     now = snapshot.now
     usage = dict(inc.usage)
+    for job in victims:
+        if job.held_for in inc.waiting:  # counted against its queue until released
+            ukey = (job.queue, job.flavor)
+            usage[ukey] = usage.get(ukey, 0) + job.workers * job.gpus_per_worker
+    quota = QuotaState(snapshot.queues, usage)
+    ctx = CycleContext(snapshot, policy, cap, quota, dict(inc.classes), [])
+    ctx.mutated = inc.mutated
     stopped: set[int] = set()
     timed = {c.name for c in snapshot.service_classes if c.max_runtime is not None}
     if cap.failed or timed:
-        for key, entry in sorted(entries.items(), key=lambda kv: kv[1].job.name):
+        for key, entry in entries.items():
             job = entry.job
             if job.stopping:
                 continue
@@ -275,6 +279,7 @@ def build_context(snapshot: Snapshot, policy: Policy) -> CycleContext:
         release = job.release_at if job.release_at is not None else now
         rel = ctx.releases.setdefault(job.flavor, [])
         rel.extend((release, i, u, job.queue) for i, u in entries[key].units.items())
+    ctx.stops.sort(key=lambda stop: stop.job)
     ctx.running = [
         e.running for k, e in entries.items() if e.running is not None and k not in stopped
     ]
@@ -287,8 +292,6 @@ def build_context(snapshot: Snapshot, policy: Policy) -> CycleContext:
                 p_units[(pre.job.flavor, i)] = u
         v_units: dict[tuple[str, int], int] = {}
         for v in victims:
-            ukey = (v.queue, v.flavor)
-            usage[ukey] = usage.get(ukey, 0) + v.workers * v.gpus_per_worker
             for i, w in _workers_of(layout, v).items():
                 vkey = (v.flavor, i)
                 v_units[vkey] = v_units.get(vkey, 0) + w * v.gpus_per_worker
@@ -298,7 +301,4 @@ def build_context(snapshot: Snapshot, policy: Policy) -> CycleContext:
             if extra > 0:
                 cap.take(f, {i: extra})
                 ctx.releases.setdefault(f, []).append((release, i, extra, ""))
-    for (q, f), total in sorted(usage.items()):
-        if total:
-            quota.add(q, f, total)
     return ctx

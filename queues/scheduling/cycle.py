@@ -31,7 +31,7 @@ from queues.scheduling.placement import Placement, Workers, place, place_in_clus
 from queues.scheduling.policies import Policy, get_policy
 from queues.scheduling.preemption import PreemptionPlan, candidates, plan_preemption
 
-MAX_FAILED_PREEMPTIONS = 16  # bound on fruitless preemption searches per cycle
+MAX_FAILED_PREEMPTIONS = 8  # bound on fruitless preemption searches per cycle
 
 
 def rank(ctx: CycleContext, pending: tuple[PendingJob, ...]) -> list[PendingJob]:
