@@ -14,7 +14,6 @@ from queues.scheduling.context import CycleContext, Reservation
 from queues.scheduling.model import PendingJob
 from queues.scheduling.placement import place
 
-
 MAX_PLACEMENT_ATTEMPTS = 24  # bound on trial placements while looking for the start time
 
 

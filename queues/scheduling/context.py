@@ -138,6 +138,7 @@ class _Incremental:
         self.stopping: set[int] = set()
         self.waiting: dict[str, _Entry] = {}
         self.mutated: list[tuple[RunningJob, Workers]] = []
+        self.on_node: dict[int, set[int]] = {}  # node index -> entries with a worker there
 
     def runtime(self, job: AdmittedJob, cls: ServiceClass) -> float:
         if job.estimated_runtime is not None:
@@ -176,6 +177,8 @@ class _Incremental:
                     free[i] -= u
         ukey = (job.queue, job.flavor)
         self.usage[ukey] = self.usage.get(ukey, 0) + entry.total
+        for i in entry.units:
+            self.on_node.setdefault(i, set()).add(key)
         if job.stopping:
             self.stopping.add(key)
         elif job.started_at is None:
@@ -190,6 +193,8 @@ class _Incremental:
                 if i in free:
                     free[i] += u
         self.usage[(job.queue, job.flavor)] -= entry.total
+        for i in entry.units:
+            self.on_node[i].discard(key)
         self.stopping.discard(key)
         if self.waiting.get(job.name) is entry:
             del self.waiting[job.name]
@@ -206,7 +211,9 @@ def _incremental(snapshot: Snapshot, layout: Layout) -> _Incremental:
             and inc.classes_key is snapshot.service_classes
             and inc.default_runtime == snapshot.default_runtime
         ):
-            for r, workers in reversed(inc.mutated):  # undo last cycle's shrink/grow/stop on the copies
+            for r, workers in reversed(
+                inc.mutated
+            ):  # undo last cycle's shrink/grow/stop on the copies
                 r.workers = dict(workers)
                 r.preemptible_now = r.started_at is not None
             inc.mutated = []
@@ -250,24 +257,28 @@ def build_context(snapshot: Snapshot, policy: Policy) -> CycleContext:
     ctx.mutated = inc.mutated
     stopped: set[int] = set()
     timed = {c.name for c in snapshot.service_classes if c.max_runtime is not None}
-    if cap.failed or timed:
-        for key, entry in entries.items():
-            job = entry.job
-            if job.stopping:
-                continue
-            cls = ctx.cls(job.service_class)
-            reason = None
-            if cap.failed and any(i in cap.failed for i in entry.units):
-                reason = "node-failure"
-            elif (
-                job.service_class in timed
-                and cls.max_runtime is not None
-                and job.started_at is not None
-                and now - job.started_at >= cls.max_runtime
-            ):
-                reason = "max-runtime"
-            if reason is None:
-                continue
+    suspects: set[int] = set()
+    for i in cap.failed:
+        suspects.update(inc.on_node.get(i, ()))
+    if timed:
+        suspects.update(entries)
+    for key in sorted(suspects):
+        entry = entries[key]
+        job = entry.job
+        if job.stopping:
+            continue
+        cls = ctx.cls(job.service_class)
+        reason = None
+        if cap.failed and not cap.failed.isdisjoint(entry.units):
+            reason = "node-failure"
+        elif (
+            job.service_class in timed
+            and cls.max_runtime is not None
+            and job.started_at is not None
+            and now - job.started_at >= cls.max_runtime
+        ):
+            reason = "max-runtime"
+        if reason is not None:
             # stopped whole; its GPUs stay busy (and counted) through its grace period
             release = now + cls.grace_period
             ctx.stops.append(Stop(job.name, reason, None, release, reason == "node-failure"))

@@ -82,9 +82,20 @@ class QuotaState:
         self.pool_used: dict[tuple[str, str], int] = {}
         self.usage: dict[tuple[str, str], int] = {}
         self.flavors_of: dict[str, set[str]] = {q: set(f) for q, f in static.flavors_of.items()}
-        for (q, f), units in sorted((usage or {}).items()):
-            if units:
-                self.add(q, f, units)
+        # bulk version of add() for the usage at the start of a cycle
+        limits = self._limits
+        pool_used = self.pool_used
+        for (q, f), units in (usage or {}).items():
+            if not units:
+                continue
+            self.usage[(q, f)] = units
+            self.flavors_of.setdefault(q, set()).add(f)
+            cohort = self.cohort.get(q)
+            if cohort is not None:
+                lim = limits.get((q, f)) or self.limits(q, f)
+                part = units - lim.reserved
+                if part > 0:
+                    pool_used[(cohort, f)] = pool_used.get((cohort, f), 0) + part
 
     def limits(self, queue: str, flavor: str) -> _Limits:
         lim = self._limits.get((queue, flavor))
