@@ -71,7 +71,7 @@ class CycleContext:
     running: list[RunningJob]
     stops: list[Stop] = field(default_factory=list)
     reservation: Reservation | None = None
-    victim_pools: dict[str, list[RunningJob]] = field(default_factory=dict)
+    victim_pools: dict[str, dict[str, list[RunningJob]]] = field(default_factory=dict)
     # running jobs changed by this cycle (shrunk, grown, stopped), with their workers before
     mutated: list[tuple[RunningJob, Workers]] = field(default_factory=list)
     # known releases (stopping jobs): flavor -> [(time, node, units, queue)]
