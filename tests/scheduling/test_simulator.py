@@ -165,3 +165,15 @@ def test_generated_replays_keep_every_rule_the_checker_knows(seed: int) -> None:
     sc = parse_scenario(data, source=f"generated-{seed}")
     for policy in ("default", "fifo", "greedy"):
         assert check_report(sc, simulate(sc, policy)) == [], policy
+
+
+def test_run_cycle_does_not_depend_on_the_snapshots_it_saw_before() -> None:
+    sim = Simulator(parse_scenario(_generated(), source="gen"))
+    for job in list(sim.jobs.values())[:120]:
+        sim.submit(job)
+    first = sim.snapshot(0.0)
+    before = run_cycle(first)
+    sim.apply(before, 0.0)
+    later = sim.snapshot(50.0)
+    run_cycle(later)  # the engine's caches now hold the later snapshot's jobs
+    assert run_cycle(first) == before
