@@ -239,6 +239,7 @@ class _Cycle:
                 )
         free.clear()
         free.update(plan.free)
+        ctx.cap.invalidate(flavor)
         units = {i: w * job.gpus_per_worker for i, w in plan.placement.workers.items()}
         ctx.cap.take(flavor, units)
         if release > now:
@@ -247,6 +248,7 @@ class _Cycle:
             for i in list(free):
                 if free[i] > before.get(i, 0):
                     free[i] = before.get(i, 0)
+            ctx.cap.invalidate(flavor)
             for v in plan.victims:
                 ctx.quota.add(v.job.queue, flavor, sum(v.removed.values()) * v.job.g)
         # capacity came free: shapes that failed may fit now
@@ -367,6 +369,7 @@ class _Cycle:
         ctx = self.ctx
         position: dict[str, int] = {}
         schedules: dict[str, list[tuple[float, int, int, str]]] = {}
+        free_of: dict[str, tuple[int, int]] = {}
         res = ctx.reservation
         for job in ranked:
             if job.name not in pending:
@@ -392,7 +395,9 @@ class _Cycle:
             elif reason == explain.BEHIND_RESERVATION and res is not None:
                 blocker = res.job
             need = (job.min_workers or job.workers) * job.gpus_per_worker
-            free_total = ctx.cap.free_total(flavor)
+            if flavor not in free_of:
+                free_of[flavor] = (ctx.cap.free_total(flavor), ctx.cap.largest_block(flavor))
+            free_total, largest = free_of[flavor]
             if reason in (explain.CAPACITY, explain.TOPOLOGY) and estimate is None:
                 if flavor not in schedules:
                     schedules[flavor] = release_schedule(ctx, flavor)
@@ -414,7 +419,7 @@ class _Cycle:
                 pool_size=pool_size,
                 pool_used=pool_used,
                 free=free_total,
-                largest_block=ctx.cap.largest_block(flavor),
+                largest_block=largest,
                 service_class=job.service_class,
                 topology_level=job.topology.level if job.topology else "",
                 blocker=blocker,
