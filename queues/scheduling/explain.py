@@ -64,10 +64,17 @@ class PendingInfo:
         return f"#{self.position} in queue {self.queue}. {text}"
 
     def _quota_text(self) -> str:
-        return (
-            f"queue {self.queue} uses {self.used} of {self.nominal} {self.flavor} "
-            f"(nominal {self.nominal}) and this job needs {self.need}"
-        )
+        if self.used > self.nominal:
+            usage = (
+                f"queue {self.queue} uses {self.used} {self.flavor}, "
+                f"{self.used - self.nominal} above its nominal {self.nominal},"
+            )
+        else:
+            usage = (
+                f"queue {self.queue} uses {self.used} of {self.nominal} {self.flavor} "
+                f"(nominal {self.nominal})"
+            )
+        return f"{usage} and this job needs {self.need}"
 
     def _reason_text(self) -> str:
         r = self.reason
