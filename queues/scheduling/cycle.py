@@ -7,6 +7,7 @@ capacity and explains every job left pending. Deterministic: same snapshot, same
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping
 
 from queues.scheduling import explain, fairshare
@@ -29,9 +30,10 @@ from queues.scheduling.model import (
 )
 from queues.scheduling.placement import Placement, Workers, place, place_in_cluster
 from queues.scheduling.policies import Policy, get_policy
-from queues.scheduling.preemption import PreemptionPlan, plan_preemption
+from queues.scheduling.preemption import PreemptionPlan, candidates, plan_preemption
 
-MAX_FAILED_PREEMPTIONS = 64  # bound on fruitless preemption searches per cycle
+_CACHE_LOCK = threading.Lock()
+MAX_FAILED_PREEMPTIONS = 8  # bound on fruitless preemption searches per cycle
 
 
 def rank(ctx: CycleContext, pending: tuple[PendingJob, ...]) -> list[PendingJob]:
@@ -79,7 +81,9 @@ class _Cycle:
         # shapes that failed placement: (flavor, g, topology, limited) -> smallest failing size
         self.failed_shapes: dict[tuple[str, int, object, bool], int] = {}
         self.failed_preemptions = 0
-        self.preempt_failed: set[tuple[object, ...]] = set()
+        # (queue, priority, flavor, g, topology) -> smallest gang size that found no victims
+        self.preempt_failed: dict[tuple[object, ...], int] = {}
+        self.reserve_tried = False
         self.head_blocker: str | None = None
         self.capacity_blocked: set[str] = set()  # flavors some pending job waits for GPUs of
 
@@ -98,6 +102,12 @@ class _Cycle:
                 first_reason = first_reason or (reason, f)
                 continue
             room = ctx.quota.headroom(job.queue, f)
+            if job.queue in ctx.nominal_only:
+                left = ctx.quota.nominal(job.queue, f) - ctx.quota.used(job.queue, f)
+                if least * g > left:
+                    first_reason = first_reason or (explain.QUOTA_HELD, f)
+                    continue
+                room = min(room, left)
             if not cls.can_borrow:
                 room = min(room, ctx.quota.nominal(job.queue, f) - ctx.quota.used(job.queue, f))
             if long_job and res is not None and res.flavor == f and res.queue == job.queue:
@@ -179,14 +189,18 @@ class _Cycle:
         if self.failed_preemptions >= MAX_FAILED_PREEMPTIONS:
             return False
         cls = ctx.cls(job.service_class)
+        least = job.min_workers or job.workers
         for f in job.flavors:
-            key = (job.queue, cls.priority, f, job.gpus_per_worker, job.min_workers or job.workers,
-                   job.topology)
-            if key in self.preempt_failed:
+            key = (job.queue, cls.priority, f, job.gpus_per_worker, job.topology)
+            failed_at = self.preempt_failed.get(key)
+            if failed_at is not None and least >= failed_at:
                 continue
-            plan = plan_preemption(ctx, job, f)
+            cands = candidates(ctx, job, f)
+            if not cands:
+                continue
+            plan = plan_preemption(ctx, job, f, cands)
             if plan is None:
-                self.preempt_failed.add(key)
+                self.preempt_failed[key] = least
                 self.failed_preemptions += 1
                 continue
             self.commit_preemption(job, f, plan)
@@ -205,6 +219,7 @@ class _Cycle:
             ctx.quota.add(r.queue, flavor, -removed_units)
             release_at = now + r.cls.grace_period
             release = max(release, release_at)
+            ctx.mutated.append((r, dict(r.workers)))
             if v.stops:
                 ctx.stops.append(Stop(r.name, v.reason, job.name, release_at))
                 r.workers = {}
@@ -226,18 +241,25 @@ class _Cycle:
                 )
         free.clear()
         free.update(plan.free)
+        ctx.cap.invalidate(flavor)
         units = {i: w * job.gpus_per_worker for i, w in plan.placement.workers.items()}
         ctx.cap.take(flavor, units)
         if release > now:
-            # the victims' GPUs are held for the preemptor until it starts
+            # the victims' GPUs are held for the preemptor until it starts, and the victims
+            # keep counting against their queues' quota until their grace period ends
             for i in list(free):
                 if free[i] > before.get(i, 0):
                     free[i] = before.get(i, 0)
+            ctx.cap.invalidate(flavor)
+            for v in plan.victims:
+                ctx.quota.add(v.job.queue, flavor, sum(v.removed.values()) * v.job.g)
         # capacity came free: shapes that failed may fit now
         self.failed_shapes = {k: v for k, v in self.failed_shapes.items() if k[0] != flavor}
         total = sum(units.values())
         borrowing = not ctx.quota.within_nominal(job.queue, flavor, total)
         ctx.quota.add(job.queue, flavor, total)
+        if release > now and not ctx.cls(job.service_class).can_borrow:
+            ctx.nominal_only.add(job.queue)
         self._track(job, plan.placement, flavor, release)
         names = ctx.cap.names
         self.admits.append(
@@ -301,9 +323,10 @@ class _Cycle:
         elastic.sort(key=lambda r: (-r.cls.priority, r.started_at or 0.0, r.name))
         for r in elastic:
             room = ctx.quota.headroom(r.queue, r.flavor)
-            if not r.cls.can_borrow:
-                room = min(room, ctx.quota.nominal(r.queue, r.flavor) - ctx.quota.used(r.queue,
-                                                                                        r.flavor))
+            if not r.cls.can_borrow or r.queue in ctx.nominal_only:
+                room = min(
+                    room, ctx.quota.nominal(r.queue, r.flavor) - ctx.quota.used(r.queue, r.flavor)
+                )
             extra = min(r.max_workers - r.count, room // r.g)
             if extra <= 0:
                 continue
@@ -314,6 +337,7 @@ class _Cycle:
             if not added:
                 continue
             units = {i: w * r.g for i, w in added.items()}
+            ctx.mutated.append((r, dict(r.workers)))
             ctx.cap.take(r.flavor, units)
             ctx.quota.add(r.queue, r.flavor, sum(units.values()))
             for i, w in added.items():
@@ -337,9 +361,7 @@ class _Cycle:
                 domain = self.ctx.cap.domain[topo.level]
                 mine = {domain[i] for i in r.workers}
                 rest = {i: f for i, f in rest.items() if domain[i] in mine}
-            more = place_in_cluster(
-                self.ctx.cap, r.cluster, r.flavor, extra, 1, r.g, None, rest
-            )
+            more = place_in_cluster(self.ctx.cap, r.cluster, r.flavor, extra, 1, r.g, None, rest)
             for i, w in (more or {}).items():
                 added[i] = added.get(i, 0) + w
         return added
@@ -349,6 +371,7 @@ class _Cycle:
         ctx = self.ctx
         position: dict[str, int] = {}
         schedules: dict[str, list[tuple[float, int, int, str]]] = {}
+        free_of: dict[str, tuple[int, int]] = {}
         res = ctx.reservation
         for job in ranked:
             if job.name not in pending:
@@ -358,18 +381,25 @@ class _Cycle:
             flavor = job.flavors[0] if job.flavors else ""
             reason, flavor = self.blocked_reason.get(job.name, (explain.CAPACITY, flavor))
             blocker = ""
-            if self.head_blocker is not None and job.name != self.head_blocker and (
-                reason not in (explain.TOO_LARGE, explain.NO_FLAVOR)
-                and job.name not in self.blocked_reason
+            if (
+                self.head_blocker is not None
+                and job.name != self.head_blocker
+                and (
+                    reason not in (explain.TOO_LARGE, explain.NO_FLAVOR)
+                    and job.name not in self.blocked_reason
+                )
             ):
                 reason, blocker = explain.HEAD_OF_LINE, self.head_blocker
             estimate: float | None = None
-            if res is not None and res.job == job.name:
-                reason, flavor, estimate = explain.RESERVED, res.flavor, res.start
+            reserved = res is not None and res.job == job.name
+            if res is not None and reserved:
+                estimate = res.start
             elif reason == explain.BEHIND_RESERVATION and res is not None:
                 blocker = res.job
             need = (job.min_workers or job.workers) * job.gpus_per_worker
-            free_total = ctx.cap.free_total(flavor)
+            if flavor not in free_of:
+                free_of[flavor] = (ctx.cap.free_total(flavor), ctx.cap.largest_block(flavor))
+            free_total, largest = free_of[flavor]
             if reason in (explain.CAPACITY, explain.TOPOLOGY) and estimate is None:
                 if flavor not in schedules:
                     schedules[flavor] = release_schedule(ctx, flavor)
@@ -391,11 +421,13 @@ class _Cycle:
                 pool_size=pool_size,
                 pool_used=pool_used,
                 free=free_total,
-                largest_block=ctx.cap.largest_block(flavor),
+                largest_block=largest,
                 service_class=job.service_class,
                 topology_level=job.topology.level if job.topology else "",
                 blocker=blocker,
                 estimated_start=estimate,
+                reserved=reserved,
+                preemption=self.policy.preemption,
             )
 
     # -- the walk ------------------------------------------------------------------------------
@@ -417,9 +449,10 @@ class _Cycle:
                 self.capacity_blocked.update(job.flavors)
             if (
                 self.policy.backfill
-                and ctx.reservation is None
+                and not self.reserve_tried
                 and reason not in (explain.TOO_LARGE, explain.NO_FLAVOR)
             ):
+                self.reserve_tried = True  # EASY: only the best-ranked blocked job
                 self.reserve(job)
             if self.policy.head_of_line:
                 self.head_blocker = job.name
@@ -452,4 +485,5 @@ def run_cycle(
 ) -> CycleResult:
     """Decide one cycle. ``explain_pending=False`` skips the PendingInfo of every pending job."""
     pol = get_policy(policy) if isinstance(policy, str) else policy
-    return _Cycle(snapshot, pol, explain_pending).run()
+    with _CACHE_LOCK:  # the layout and accounting caches are shared by the process
+        return _Cycle(snapshot, pol, explain_pending).run()

@@ -15,8 +15,13 @@ from queues.scheduling.model import Snapshot, Topology
 Workers = dict[int, int]  # node index -> workers placed there
 
 
-class Capacity:
-    """Nodes of every cluster, their free units per flavor, and topology domains."""
+class Layout:
+    """The static part of the capacity: node numbering, flavors per node, topology domains.
+
+    It depends only on the clusters, flavors and topology levels of a snapshot, so it is cached
+    on their identity: a caller that passes the same tuples again (the simulator does, until a
+    node changes) skips rebuilding it. The cache changes no result.
+    """
 
     def __init__(self, snapshot: Snapshot) -> None:
         self.levels = snapshot.topology_levels
@@ -25,10 +30,9 @@ class Capacity:
         self.capacity: list[Mapping[str, int]] = []
         self.index: dict[tuple[str, str], int] = {}
         self.failed: set[int] = set()
-        self.usable: set[int] = set()
         # flavor -> cluster -> node indexes (usable nodes exposing the flavor, in name order)
         self.nodes: dict[str, dict[str, list[int]]] = {}
-        self.free: dict[str, dict[int, int]] = {}
+        self.base_free: dict[str, dict[int, int]] = {}
         self.total: dict[str, dict[str, int]] = {}  # flavor -> cluster -> capacity
         self.domain: dict[str, list[tuple[str, ...] | None]] = {lv: [] for lv in self.levels}
         self.price: dict[tuple[str, str], float] = {}
@@ -53,32 +57,101 @@ class Capacity:
                     self.failed.add(i)
                 if node.failed or not node.schedulable:
                     continue
-                self.usable.add(i)
                 for f, units in node.capacity.items():
                     if units <= 0:
                         continue
                     self.nodes.setdefault(f, {}).setdefault(cluster.name, []).append(i)
-                    self.free.setdefault(f, {})[i] = units
+                    self.base_free.setdefault(f, {})[i] = units
                     per = self.total.setdefault(f, {})
                     per[cluster.name] = per.get(cluster.name, 0) + units
             for f in {f for n in cluster.nodes for f in n.capacity}:
                 price = cluster.prices.get(f, flavor_price.get(f))
                 self.price[(cluster.name, f)] = price if price is not None else 0.0
 
+
+_layout_cache: list[tuple[object, object, object, Layout]] = []
+
+
+def layout_of(snapshot: Snapshot) -> Layout:
+    key = (snapshot.clusters, snapshot.flavors, snapshot.topology_levels)
+    for clusters, flavors, levels, layout in _layout_cache:
+        if clusters is key[0] and flavors is key[1] and levels == key[2]:
+            return layout
+    layout = Layout(snapshot)
+    _layout_cache[:] = [(*key, layout)]
+    return layout
+
+
+class Capacity:
+    """Free units per flavor and node for one cycle, over a shared ``Layout``."""
+
+    def __init__(self, snapshot: Snapshot, free: Mapping[str, Mapping[int, int]] | None = None):
+        layout = layout_of(snapshot)
+        self.levels = layout.levels
+        self.names = layout.names
+        self.cluster_of = layout.cluster_of
+        self.capacity = layout.capacity
+        self.index = layout.index
+        self.failed = layout.failed
+        self.nodes = layout.nodes
+        self.total = layout.total
+        self.domain = layout.domain
+        self.price = layout.price
+        base = layout.base_free if free is None else free
+        self.free: dict[str, dict[int, int]] = {f: dict(v) for f, v in base.items()}
+
+        # flavor -> cluster -> free units -> nodes: finds the best single node without a scan
+        self._buckets: dict[str, dict[str, dict[int, set[int]]]] = {}
+
     def free_of(self, flavor: str) -> dict[int, int]:
         return self.free.setdefault(flavor, {})
+
+    def _move(self, flavor: str, i: int, before: int, after: int) -> None:
+        per = self._buckets.get(flavor)
+        if per is None:
+            return
+        buckets = per.get(self.cluster_of[i])
+        if buckets is None:
+            return
+        old = buckets.get(before)
+        if old is not None:
+            old.discard(i)
+        buckets.setdefault(after, set()).add(i)
 
     def take(self, flavor: str, units: Mapping[int, int]) -> None:
         free = self.free_of(flavor)
         for i, u in units.items():
             if i in free:
                 free[i] -= u
+                self._move(flavor, i, free[i] + u, free[i])
 
     def give(self, flavor: str, units: Mapping[int, int]) -> None:
         free = self.free_of(flavor)
         for i, u in units.items():
             if i in free:
                 free[i] += u
+                self._move(flavor, i, free[i] - u, free[i])
+
+    def invalidate(self, flavor: str) -> None:
+        """Call after changing ``free_of(flavor)`` other than through take/give."""
+        self._buckets.pop(flavor, None)
+
+    def best_single_node(self, flavor: str, cluster: str, need: int) -> int | None:
+        """The node best fit for ``need`` units: least free that suffices, partly used first."""
+        per = self._buckets.setdefault(flavor, {})
+        buckets = per.get(cluster)
+        if buckets is None:
+            buckets = {}
+            free = self.free_of(flavor)
+            for i in self.nodes.get(flavor, {}).get(cluster, ()):
+                buckets.setdefault(free.get(i, 0), set()).add(i)
+            per[cluster] = buckets
+        for value in sorted(v for v, nodes in buckets.items() if v >= need and nodes):
+            capacity = self.capacity
+            return min(
+                buckets[value], key=lambda i: (0 if value < capacity[i].get(flavor, 0) else 1, i)
+            )
+        return None
 
     def largest_block(self, flavor: str) -> int:
         free = self.free.get(flavor)
@@ -171,6 +244,13 @@ def place_in_cluster(
     nodes = cap.nodes.get(flavor, {}).get(cluster)
     if not nodes:
         return None
+    if topology is None and not first_fit and want == least and free is cap.free.get(flavor):
+        # fast path on the live free map: one node that holds the whole gang, if any
+        single = cap.best_single_node(flavor, cluster, want * g)
+        if single is not None:
+            return {single: want}
+        if want == 1:
+            return None
     if topology is None or topology.level not in cap.domain:
         return _pack(nodes, want, least, g, free, cap.capacity, flavor, first_fit)
     domain_of = cap.domain[topology.level]

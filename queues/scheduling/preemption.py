@@ -106,6 +106,10 @@ class _Search:
         quota = self.ctx.quota
         if quota.blocked_reason(self.job.queue, self.flavor, self.need, self.cls.can_borrow):
             return None
+        if self.job.queue in self.ctx.nominal_only and not quota.within_nominal(
+            self.job.queue, self.flavor, self.need
+        ):
+            return None
         return place(
             self.ctx.cap,
             self.flavor,
@@ -144,24 +148,45 @@ class _Search:
         self.victims = []
 
 
+def victim_pool(ctx: CycleContext, flavor: str) -> dict[str, list[RunningJob]]:
+    """Rule 1, once per cycle and flavor, by queue: started, preemptible, past min_runtime."""
+    if not ctx.victim_pools_built:
+        now = ctx.now
+        pools = ctx.victim_pools
+        for r in ctx.running:  # one pass for every flavor
+            if (
+                r.preemptible_now
+                and r.cls.preemptible
+                and r.started_at is not None
+                and now - r.started_at >= r.cls.min_runtime
+            ):
+                pools.setdefault(r.flavor, {}).setdefault(r.queue, []).append(r)
+        ctx.victim_pools_built = True
+    return ctx.victim_pools.get(flavor, {})
+
+
 def candidates(ctx: CycleContext, job: PendingJob, flavor: str) -> list[RunningJob]:
-    """Rule 1 filter and rule 5 order: other queues from the highest share, then own queue."""
+    """Rule 1 filter and rule 5 order: other queues from the highest share, then own queue.
+
+    Other queues' jobs are candidates only while their queue borrows (rules 2 and 3 need it),
+    and only for a preemptor that may reclaim or borrow.
+    """
     cls = ctx.cls(job.service_class)
-    cohort = ctx.quota.cohort.get(job.queue)
-    now = ctx.now
-    out: list[RunningJob] = []
-    for r in ctx.running:
-        if not r.preemptible_now or r.flavor != flavor or not r.cls.preemptible:
-            continue
-        if r.started_at is None or now - r.started_at < r.cls.min_runtime:
-            continue
-        if r.queue == job.queue:
-            if r.cls.priority >= cls.priority:
-                continue
-        elif cohort is None or ctx.quota.cohort.get(r.queue) != cohort:
-            continue
-        out.append(r)
-    shares = {q: ctx.quota.share(q) for q in {r.queue for r in out}}
+    quota = ctx.quota
+    cohort = quota.cohort.get(job.queue)
+    least = (job.min_workers or job.workers) * job.gpus_per_worker
+    others = cohort is not None and (
+        cls.can_borrow or quota.within_nominal(job.queue, flavor, least)
+    )
+    pool = victim_pool(ctx, flavor)
+    out = [r for r in pool.get(job.queue, ()) if r.workers and r.cls.priority < cls.priority]
+    if others and cohort is not None:
+        for q in quota.members.get(cohort, ()):
+            if q != job.queue and q in pool and quota.borrowing(q, flavor):
+                out.extend(r for r in pool[q] if r.workers)
+    if not out:
+        return out
+    shares = {q: quota.share(q) for q in {r.queue for r in out}}
 
     def key(r: RunningJob) -> tuple[int, float, int, float, str]:
         own = 1 if r.queue == job.queue else 0
@@ -171,9 +196,10 @@ def candidates(ctx: CycleContext, job: PendingJob, flavor: str) -> list[RunningJ
     return out[:MAX_CANDIDATES]
 
 
-def plan_preemption(ctx: CycleContext, job: PendingJob, flavor: str) -> PreemptionPlan | None:
-    """The minimal set of victims that lets ``job`` start on ``flavor``, or None."""
-    cands = candidates(ctx, job, flavor)
+def plan_preemption(
+    ctx: CycleContext, job: PendingJob, flavor: str, cands: list[RunningJob]
+) -> PreemptionPlan | None:
+    """The minimal set of victims among ``cands`` that lets ``job`` start on ``flavor``."""
     if not cands:
         return None
     s = _Search(ctx, job, flavor)
@@ -188,9 +214,11 @@ def plan_preemption(ctx: CycleContext, job: PendingJob, flavor: str) -> Preempti
         for order, c in enumerate(cands):
             if c.name in chosen:
                 continue
-            elastic = c.min_workers is not None and c.count > c.min_workers
-            removed = _shrink_workers(c, c.count - c.min_workers) if elastic else dict(c.workers)
-            assert c.min_workers is not None or not elastic
+            floor = c.min_workers
+            if floor is not None and c.count > floor:
+                removed = _shrink_workers(c, c.count - floor)  # rule 6: shrink first
+            else:
+                removed = dict(c.workers)
             reason = s.reason_for(c, sum(removed.values()) * c.g)
             if reason is None:
                 continue
@@ -229,6 +257,9 @@ def plan_preemption(ctx: CycleContext, job: PendingJob, flavor: str) -> Preempti
     assert placement is not None
     _give_back(s, placement)
     victims = [v for v in s.victims if any(v.removed.values())]
+    if not victims:  # it fits without stopping anything: not a preemption
+        s.undo_all()
+        return None
     plan = PreemptionPlan(placement, victims, dict(s.free))
     s.undo_all()
     return plan
@@ -247,6 +278,10 @@ def _give_back(s: _Search, placement: Placement) -> None:
         g = v.job.g
         for i in sorted(v.removed):
             room = quota.headroom(v.job.queue, s.flavor) // g
+            if v.job.queue == s.job.queue and not s.cls.can_borrow:
+                # the preemptor may not borrow: its queue must stay within nominal
+                left = quota.nominal(s.job.queue, s.flavor) - quota.used(s.job.queue, s.flavor)
+                room = min(room, left // g)
             back = min(v.removed[i], after.get(i, 0) // g, max(0, room))
             if back <= 0:
                 continue
