@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class AccountingConfig(AppConfig):
+    name = "accounting"
+    verbose_name = "Accounting"

@@ -1,0 +1,2 @@
+"""Accounting models (usage ledger, price lists, charges, statements) arrive with the accounting
+issue; accounting/rating.py is the pure rating core."""

@@ -1,0 +1,156 @@
+"""Who may see and do what: the ONE place for access rules (docs/ARCHITECTURE.md "Roles").
+
+Roles: platform admins (group ``platform-admin``, or a superuser), finance (group ``finance``),
+and per team a ``Membership`` role (``member`` or ``team_admin``). Views, the API and querysets
+(``Job.objects.visible_to(user)``, ``Queue.objects.visible_to(user)``,
+``Team.objects.visible_to(user)``) call these helpers instead of repeating the rules.
+Objects of other teams are hidden (404), not forbidden.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from django.db.models import QuerySet
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+
+    from queues.models import Job, Queue, Team
+
+    User = AbstractBaseUser | AnonymousUser
+
+PLATFORM_ADMIN_GROUP = "platform-admin"
+FINANCE_GROUP = "finance"
+
+
+def _in_group(user: Any, group: str) -> bool:
+    return bool(user.is_authenticated and user.groups.filter(name=group).exists())
+
+
+def is_platform_admin(user: User) -> bool:
+    """Platform admins may do everything; superusers count as platform admins."""
+    if not (user.is_authenticated and user.is_active):
+        return False
+    return bool(getattr(user, "is_superuser", False)) or _in_group(user, PLATFORM_ADMIN_GROUP)
+
+
+def is_finance(user: User) -> bool:
+    """Finance reads usage, charges and statements of every team, and nothing else."""
+    return bool(user.is_active) and _in_group(user, FINANCE_GROUP)
+
+
+def team_role(user: User, team: Team) -> str | None:
+    """The user's Membership role in ``team`` (``member``/``team_admin``), or None."""
+    from queues.models import Membership
+
+    if not user.is_authenticated:
+        return None
+    return Membership.objects.filter(user=user, team=team).values_list("role", flat=True).first()
+
+
+def is_team_member(user: User, team: Team) -> bool:
+    return team_role(user, team) is not None
+
+
+def is_team_admin(user: User, team: Team) -> bool:
+    from queues.models import Membership
+
+    return team_role(user, team) == Membership.Role.TEAM_ADMIN
+
+
+def member_teams(user: User) -> QuerySet[Team]:
+    """Teams the user belongs to (any role)."""
+    from queues.models import Team
+
+    if not user.is_authenticated:
+        return Team.objects.none()
+    return Team.objects.filter(memberships__user=user).distinct()
+
+
+def visible_teams(user: User) -> QuerySet[Team]:
+    """Platform admins and finance see every team; everyone else sees their own teams."""
+    from queues.models import Team
+
+    if is_platform_admin(user) or is_finance(user):
+        return Team.objects.all()
+    return member_teams(user)
+
+
+def visible_queues(user: User) -> QuerySet[Queue]:
+    """Queues of the teams the user may see."""
+    from queues.models import Queue
+
+    return Queue.objects.visible_to(user)
+
+
+def filter_visible_jobs(jobs: QuerySet[Job], user: User) -> QuerySet[Job]:
+    """Platform admins see every job; members see their teams' jobs; others (finance included:
+    it reads usage, not jobs) see none."""
+    if is_platform_admin(user):
+        return jobs
+    if not user.is_authenticated:
+        return jobs.none()
+    return jobs.filter(queue__team__in=member_teams(user))
+
+
+def submittable_queues(user: User) -> QuerySet[Queue]:
+    """Open queues the user may submit to: their teams' queues (every queue for admins)."""
+    from queues.models import Queue
+
+    queues = Queue.objects.filter(is_open=True)
+    if is_platform_admin(user):
+        return queues
+    return queues.filter(team__in=member_teams(user))
+
+
+def can_submit(user: User) -> bool:
+    return is_platform_admin(user) or member_teams(user).exists()
+
+
+def can_cancel_job(user: User, job: Job) -> bool:
+    """Owners cancel their own jobs, team admins any job of their team, platform admins any."""
+    if not user.is_authenticated:
+        return False
+    if is_platform_admin(user):
+        return True
+    if job.owner_id == user.pk and is_team_member(user, job.queue.team):
+        return True
+    return is_team_admin(user, job.queue.team)
+
+
+def can_manage_membership(user: User, team: Team) -> bool:
+    return is_platform_admin(user) or is_team_admin(user, team)
+
+
+def can_view_chargeback(user: User) -> bool:
+    return is_platform_admin(user) or is_finance(user)
+
+
+def can_use_admin_site(user: User) -> bool:
+    return is_platform_admin(user)
+
+
+@dataclass(frozen=True)
+class NavItem:
+    label: str
+    url_name: str
+
+
+def navigation(user: User) -> list[NavItem]:
+    """The links the site's navigation shows this user: only what the user may use."""
+    items: list[NavItem] = []
+    if not user.is_authenticated:
+        return items
+    if can_submit(user):
+        items += [
+            NavItem("Submit", "submit"),
+            NavItem("Jobs", "jobs"),
+            NavItem("Queues", "queues"),
+        ]
+    if can_view_chargeback(user):
+        items.append(NavItem("Chargeback", "chargeback"))
+    if can_use_admin_site(user):
+        items.append(NavItem("Admin", "admin:index"))
+    return items

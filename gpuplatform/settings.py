@@ -1,0 +1,178 @@
+"""The one settings module. Everything that differs between a laptop and production comes from
+environment variables (README: "Configuration"), read through the typed helpers in env.py.
+
+Defaults are the embedded set-up of ``make demo``: SQLite under ``var/``, a Celery broker that
+needs no server (kombu's ``filesystem://`` transport, folders under ``var/``) and DEBUG on.
+Production (docker-compose.yml) sets DEBUG off, a SECRET_KEY, PostgreSQL and Redis.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+from django.core.exceptions import ImproperlyConfigured
+
+from gpuplatform.env import env_bool, env_database, env_int, env_list, env_str
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(env_str("VAR_DIR", str(BASE_DIR / "var")))
+
+DEBUG = env_bool("DEBUG", True)
+
+SECRET_KEY = env_str("SECRET_KEY")
+if not SECRET_KEY:
+    if not DEBUG:
+        raise ImproperlyConfigured(
+            "SECRET_KEY is not set and DEBUG is off. Set SECRET_KEY to a long random string "
+            '(for example the output of: python -c "import secrets; '
+            'print(secrets.token_urlsafe(50))"), or set DEBUG=true for local development.'
+        )
+    SECRET_KEY = "django-insecure-development-only-key-never-use-in-production"
+
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", [])
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = env_bool("SECURE_COOKIES", False)
+
+INSTALLED_APPS = [
+    "gpuplatform.apps.PlatformAdminConfig",  # django.contrib.admin with the platform's site
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "whitenoise.runserver_nostatic",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "queues",
+    "accounting",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "gpuplatform.urls"
+WSGI_APPLICATION = "gpuplatform.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+                "gpuplatform.context_processors.nav_items",
+            ],
+        },
+    },
+]
+
+# --- Database ---------------------------------------------------------------------------------
+DATABASES = {
+    "default": env_database(
+        "DATABASE_URL", f"sqlite:///{VAR_DIR / 'gpuplatform.sqlite3'}", base_dir=BASE_DIR
+    )
+}
+if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
+    # The test database is a file, not memory, so that a real Celery worker process started by
+    # the end-to-end tests can open it too.
+    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test-gpuplatform.sqlite3")}
+    if DATABASES["default"]["NAME"] != ":memory:":
+        Path(DATABASES["default"]["NAME"]).parent.mkdir(parents=True, exist_ok=True)
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "home"
+LOGOUT_REDIRECT_URL = "login"
+
+# --- Time, language ---------------------------------------------------------------------------
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+# --- Static files (Whitenoise serves them; no CDN, no build step) -----------------------------
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = Path(env_str("STATIC_ROOT", str(BASE_DIR / "staticfiles")))
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        "BACKEND": (
+            "django.contrib.staticfiles.storage.StaticFilesStorage"
+            if DEBUG
+            else "whitenoise.storage.CompressedManifestStaticFilesStorage"
+        )
+    },
+}
+
+# --- REST framework (the API itself is built in queues/api/ and accounting/) -------------------
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.SessionAuthentication",
+        "rest_framework.authentication.TokenAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+}
+
+# --- Celery -----------------------------------------------------------------------------------
+# REDIS_URL is the broker. Unset, Celery uses kombu's filesystem transport: messages are files in
+# var/celery/messages (producer and consumer share that folder: kombu's "data_folder_out" of the
+# sender must be the "data_folder_in" of the worker), consumed ones move to var/celery/processed.
+CELERY_BROKER_URL = env_str("REDIS_URL") or "filesystem://"
+CELERY_FILESYSTEM_DIR = VAR_DIR / "celery"
+CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = {}
+if CELERY_BROKER_URL.startswith("filesystem://"):
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "data_folder_in": str(CELERY_FILESYSTEM_DIR / "messages"),
+        "data_folder_out": str(CELERY_FILESYSTEM_DIR / "messages"),
+        "processed_folder": str(CELERY_FILESYSTEM_DIR / "processed"),
+        "store_processed": True,
+    }
+    for _folder in ("messages", "processed"):
+        (CELERY_FILESYSTEM_DIR / _folder).mkdir(parents=True, exist_ok=True)
+CELERY_TASK_SERIALIZER = "json"
+CELERY_RESULT_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TIMEZONE = TIME_ZONE
+CELERY_ENABLE_UTC = True
+CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
+
+CYCLE_INTERVAL = env_int("CYCLE_INTERVAL", 10, minimum=1)
+"""Seconds between two periodic scheduling cycles (Celery beat)."""
+
+CELERY_BEAT_SCHEDULE = {
+    "scheduling-cycle": {
+        "task": "queues.tasks.run_scheduling_cycle",
+        "schedule": timedelta(seconds=CYCLE_INTERVAL),
+        # A tick that waited longer than one interval is useless: the next one is on its way.
+        "options": {"expires": CYCLE_INTERVAL},
+    },
+}
+
+# --- Logging: INFO to the console, so `make demo` shows the cycle ticks -----------------------
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO").upper()},
+}

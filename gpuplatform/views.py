@@ -1,0 +1,34 @@
+"""The site shell: home page and the pages whose real content arrives with later issues."""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+
+from gpuplatform import access
+
+
+@login_required
+def home(request: HttpRequest) -> HttpResponse:
+    from queues.models import Membership
+
+    memberships = Membership.objects.filter(user=request.user).select_related("team")
+    return render(
+        request,
+        "home.html",
+        {
+            "memberships": memberships,
+            "is_platform_admin": access.is_platform_admin(request.user),
+            "is_finance": access.is_finance(request.user),
+        },
+    )
+
+
+@login_required
+def chargeback(request: HttpRequest) -> HttpResponse:
+    """Finance and platform admins only. The report itself comes with the accounting issue."""
+    if not access.can_view_chargeback(request.user):
+        raise PermissionDenied("Chargeback is for finance and platform admins.")
+    return render(request, "chargeback.html")

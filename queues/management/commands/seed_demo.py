@@ -1,0 +1,253 @@
+"""``python manage.py seed_demo``: the demo world of ``make demo``. Idempotent: objects that
+already exist (matched by name) are left as they are, so running it twice changes nothing."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from django.core.management.base import BaseCommand
+from django.db import transaction
+
+from gpuplatform.access import FINANCE_GROUP, PLATFORM_ADMIN_GROUP
+from queues.models import (
+    Cluster,
+    Cohort,
+    Flavor,
+    Membership,
+    Node,
+    Queue,
+    Quota,
+    ServiceClass,
+    Team,
+)
+
+H100_PRODUCT = "NVIDIA-H100-80GB-HBM3"
+A100_PRODUCT = "NVIDIA-A100-SXM4-80GB"
+
+# Fixed demo passwords, documented in README.md. Never use them outside a demo.
+DEMO_USERS: list[dict[str, Any]] = [
+    {"username": "admin", "password": "admin-demo", "role": "platform admin", "admin": True},
+    {"username": "alice", "password": "alice-demo", "role": "researcher, team-a"},
+    {"username": "bob", "password": "bob-demo", "role": "researcher, team-b"},
+    {"username": "fiona", "password": "fiona-demo", "role": "finance", "finance": True},
+]
+
+FLAVORS: list[dict[str, Any]] = [
+    {
+        "name": "h100",
+        "resource": "nvidia.com/gpu",
+        "gpu_model": H100_PRODUCT,
+        "gpu_equivalent": 1.0,
+        "node_selector": {"nvidia.com/gpu.product": H100_PRODUCT},
+    },
+    {
+        "name": "a100-80gb",
+        "resource": "nvidia.com/gpu",
+        "gpu_model": A100_PRODUCT,
+        "gpu_equivalent": 1.0,
+        "node_selector": {"nvidia.com/gpu.product": A100_PRODUCT},
+    },
+    {
+        "name": "h100-1g.10gb",
+        "resource": "nvidia.com/mig-1g.10gb",
+        "gpu_model": H100_PRODUCT,
+        "mig_profile": "1g.10gb",
+        "gpu_equivalent": 1 / 7,
+        "node_selector": {"nvidia.com/gpu.product": H100_PRODUCT},
+    },
+    {
+        "name": "h100-3g.40gb",
+        "resource": "nvidia.com/mig-3g.40gb",
+        "gpu_model": H100_PRODUCT,
+        "mig_profile": "3g.40gb",
+        "gpu_equivalent": 3 / 7,
+        "node_selector": {"nvidia.com/gpu.product": H100_PRODUCT},
+    },
+]
+
+SERVICE_CLASSES: list[dict[str, Any]] = [
+    {
+        "name": "production",
+        "priority": 1000,
+        "preemptible": False,
+        "can_borrow": False,
+        "grace_period": 300,
+        "price_multiplier": Decimal("1.5"),
+    },
+    {
+        "name": "standard",
+        "priority": 100,
+        "preemptible": True,
+        "can_borrow": True,
+        "min_runtime": 600,
+        "grace_period": 120,
+        "price_multiplier": Decimal("1.0"),
+    },
+    {
+        "name": "spot",
+        "priority": 10,
+        "preemptible": True,
+        "can_borrow": True,
+        "grace_period": 30,
+        "price_multiplier": Decimal("0.4"),
+    },
+]
+
+# team -> (description, queue name, quotas per flavor, members)
+TEAMS: dict[str, dict[str, Any]] = {
+    "team-a": {
+        "description": "Vision research",
+        "queue": "main",
+        "quotas": {"h100": 16, "a100-80gb": 4, "h100-1g.10gb": 4, "h100-3g.40gb": 2},
+        "members": ["alice"],
+    },
+    "team-b": {
+        "description": "Language models",
+        "queue": "main",
+        "quotas": {"h100": 8, "a100-80gb": 8, "h100-1g.10gb": 6, "h100-3g.40gb": 1},
+        "members": ["bob"],
+    },
+    "team-c": {
+        "description": "Robotics",
+        "queue": "main",
+        "quotas": {"h100": 8, "a100-80gb": 4, "h100-1g.10gb": 4, "h100-3g.40gb": 1},
+        "members": [],
+    },
+}
+
+COHORT = "research"
+CLUSTER = "sim-east"
+
+
+def _nodes() -> list[tuple[str, dict[str, int], dict[str, str]]]:
+    """(name, capacity, labels): 4 x 8 H100, 2 x 8 A100, 1 MIG-partitioned H100 node."""
+    nodes = []
+    for index in range(4):
+        name = f"h100-{index}"
+        labels = {
+            "kubernetes.io/hostname": name,
+            "nvidia.com/gpu.product": H100_PRODUCT,
+            "topology.kubernetes.io/zone": "east-1",
+            "block": "b1",
+            "rack": f"r{index // 2 + 1}",
+        }
+        nodes.append((name, {"h100": 8}, labels))
+    for index in range(2):
+        name = f"a100-{index}"
+        labels = {
+            "kubernetes.io/hostname": name,
+            "nvidia.com/gpu.product": A100_PRODUCT,
+            "topology.kubernetes.io/zone": "east-1",
+            "block": "b2",
+            "rack": "r3",
+        }
+        nodes.append((name, {"a100-80gb": 8}, labels))
+    mig_labels = {
+        "kubernetes.io/hostname": "h100-mig-0",
+        "nvidia.com/gpu.product": H100_PRODUCT,
+        "nvidia.com/mig.config": "custom-mixed",
+        "topology.kubernetes.io/zone": "east-1",
+        "block": "b2",
+        "rack": "r4",
+    }
+    nodes.append(("h100-mig-0", {"h100-1g.10gb": 14, "h100-3g.40gb": 4}, mig_labels))
+    return nodes
+
+
+class Command(BaseCommand):
+    help = "Create the demo users, flavors, service classes, teams, queues and simulated cluster."
+
+    @transaction.atomic
+    def handle(self, *args: Any, **options: Any) -> None:
+        created: list[str] = []
+
+        def note(obj: object, was_created: bool) -> None:
+            if was_created:
+                created.append(f"{type(obj).__name__} {obj}")
+
+        admin_group, made = Group.objects.get_or_create(name=PLATFORM_ADMIN_GROUP)
+        note(admin_group, made)
+        finance_group, made = Group.objects.get_or_create(name=FINANCE_GROUP)
+        note(finance_group, made)
+
+        user_model = get_user_model()
+        users = {}
+        for spec in DEMO_USERS:
+            is_admin = bool(spec.get("admin"))
+            user, made = user_model.objects.get_or_create(
+                username=spec["username"],
+                defaults={"is_staff": is_admin, "is_superuser": is_admin},
+            )
+            if made:
+                user.set_password(spec["password"])
+                user.save(update_fields=["password"])
+                if is_admin:
+                    user.groups.add(admin_group)
+                if spec.get("finance"):
+                    user.groups.add(finance_group)
+            note(user, made)
+            users[spec["username"]] = user
+
+        flavors = {}
+        for spec in FLAVORS:
+            fields = dict(spec)
+            flavor, made = Flavor.objects.get_or_create(name=fields.pop("name"), defaults=fields)
+            note(flavor, made)
+            flavors[flavor.name] = flavor
+
+        classes = []
+        for spec in SERVICE_CLASSES:
+            fields = dict(spec)
+            service_class, made = ServiceClass.objects.get_or_create(
+                name=fields.pop("name"), defaults=fields
+            )
+            note(service_class, made)
+            classes.append(service_class)
+
+        cohort, made = Cohort.objects.get_or_create(
+            name=COHORT, defaults={"description": "Every demo team lends to and borrows from it."}
+        )
+        note(cohort, made)
+
+        for team_name, spec in TEAMS.items():
+            team, made = Team.objects.get_or_create(
+                name=team_name, defaults={"description": spec["description"]}
+            )
+            note(team, made)
+            queue, made = Queue.objects.get_or_create(
+                team=team, name=spec["queue"], defaults={"cohort": cohort}
+            )
+            if made:
+                queue.allowed_service_classes.set(classes)
+            note(queue, made)
+            for flavor_name, nominal in spec["quotas"].items():
+                quota, made = Quota.objects.get_or_create(
+                    queue=queue, flavor=flavors[flavor_name], defaults={"nominal": nominal}
+                )
+                note(quota, made)
+            for username in spec["members"]:
+                membership, made = Membership.objects.get_or_create(
+                    user=users[username], team=team
+                )
+                note(membership, made)
+
+        cluster, made = Cluster.objects.get_or_create(
+            name=CLUSTER, defaults={"driver": Cluster.Driver.SIMULATED}
+        )
+        note(cluster, made)
+        for name, capacity, labels in _nodes():
+            node, made = Node.objects.get_or_create(
+                cluster=cluster, name=name, defaults={"capacity": capacity, "labels": labels}
+            )
+            note(node, made)
+
+        if created:
+            self.stdout.write(f"Created {len(created)} demo objects.")
+        else:
+            self.stdout.write("The demo data already exists; nothing changed.")
+        self.stdout.write("Demo logins (fixed demo passwords, see README.md):")
+        for spec in DEMO_USERS:
+            self.stdout.write(f"  {spec['username']:<8} {spec['password']:<12} {spec['role']}")

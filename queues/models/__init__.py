@@ -1,0 +1,22 @@
+"""The scheduling domain's models, one module per area (re-exported here)."""
+
+from queues.models.jobs import CycleRun, IllegalTransition, Job, JobEvent, JobFlavor
+from queues.models.organisation import Cohort, Membership, Queue, Quota, Team
+from queues.models.resources import Cluster, Flavor, Node, ServiceClass
+
+__all__ = [
+    "Cluster",
+    "Cohort",
+    "CycleRun",
+    "Flavor",
+    "IllegalTransition",
+    "Job",
+    "JobEvent",
+    "JobFlavor",
+    "Membership",
+    "Node",
+    "Queue",
+    "Quota",
+    "ServiceClass",
+    "Team",
+]

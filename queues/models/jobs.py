@@ -1,0 +1,361 @@
+"""Jobs, their ordered acceptable flavors, their event history, and scheduling-cycle runs."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import models
+from django.db.models import F, Q
+from django.utils import timezone
+
+from queues.models.validators import dns_label
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+
+    from queues.models.resources import Flavor
+
+
+class IllegalTransition(ValueError):
+    """A job state change the state machine does not allow."""
+
+
+class JobQuerySet(models.QuerySet["Job"]):
+    def visible_to(self, user: AbstractBaseUser | AnonymousUser) -> JobQuerySet:
+        """Jobs the user may see (rules in gpuplatform/access.py)."""
+        from gpuplatform import access
+
+        return access.filter_visible_jobs(self, user)
+
+
+class Job(models.Model):
+    class State(models.TextChoices):
+        PENDING = "pending", "Pending"
+        ADMITTED = "admitted", "Admitted"
+        RUNNING = "running", "Running"
+        SUCCEEDED = "succeeded", "Succeeded"
+        FAILED = "failed", "Failed"
+        CANCELLED = "cancelled", "Cancelled"
+        PREEMPTED = "preempted", "Preempted"
+
+    class TopologyMode(models.TextChoices):
+        REQUIRED = "required", "Required"
+        PREFERRED = "preferred", "Preferred"
+
+    # The state machine: state -> states it may move to.
+    TRANSITIONS: dict[str, frozenset[str]] = {
+        "pending": frozenset({"admitted", "cancelled"}),
+        "admitted": frozenset({"running", "preempted", "failed", "cancelled"}),
+        "running": frozenset({"succeeded", "failed", "cancelled", "preempted"}),
+        "preempted": frozenset({"pending"}),
+        "succeeded": frozenset(),
+        "failed": frozenset(),
+        "cancelled": frozenset(),
+    }
+    TERMINAL_STATES = frozenset({"succeeded", "failed", "cancelled"})
+
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="jobs"
+    )
+    queue = models.ForeignKey("queues.Queue", on_delete=models.PROTECT, related_name="jobs")
+    service_class = models.ForeignKey(
+        "queues.ServiceClass", on_delete=models.PROTECT, related_name="jobs"
+    )
+    name = models.CharField(max_length=63, validators=[dns_label])
+    image = models.CharField(max_length=500, help_text="Container image, e.g. pytorch/pytorch:2.4.")
+    command = models.JSONField(
+        default=list,
+        blank=True,
+        help_text='Container command as a list, e.g. ["python", "train.py"].',
+    )
+    workers = models.PositiveIntegerField(default=1, help_text="Gang size: all start or none.")
+    min_workers = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Makes the job elastic: it may start with this many."
+    )
+    gpus_per_worker = models.PositiveIntegerField(default=1)
+    flavors = models.ManyToManyField(
+        "queues.Flavor",
+        through="JobFlavor",
+        related_name="jobs",
+        help_text="Acceptable flavors in order of preference (the first that fits wins).",
+    )
+    topology_level = models.CharField(
+        max_length=63, blank=True, help_text="Node label key, e.g. rack; empty: anywhere."
+    )
+    topology_mode = models.CharField(max_length=10, choices=TopologyMode.choices, blank=True)
+    estimated_runtime = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Seconds; backfill uses it."
+    )
+    checkpoint_interval = models.PositiveIntegerField(null=True, blank=True, help_text="Seconds.")
+
+    state = models.CharField(
+        max_length=20, choices=State.choices, default=State.PENDING, editable=False
+    )
+    submitted_at = models.DateTimeField(default=timezone.now)
+    admitted_at = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    cluster = models.ForeignKey(
+        "queues.Cluster", on_delete=models.SET_NULL, null=True, blank=True, related_name="jobs"
+    )
+    placement = models.JSONField(
+        default=dict, blank=True, help_text="Where the workers run: node name -> worker count."
+    )
+    current_workers = models.PositiveIntegerField(default=0)
+    preemption_count = models.PositiveIntegerField(default=0)
+    duration_hint = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text="Simulated cluster only: seconds the job runs before it succeeds.",
+    )
+
+    objects = JobQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-submitted_at", "-pk"]
+        indexes = [
+            models.Index(fields=["state", "queue"], name="job_state_queue_idx"),
+            models.Index(fields=["submitted_at"], name="job_submitted_at_idx"),
+            models.Index(fields=["owner", "state"], name="job_owner_state_idx"),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(workers__gte=1),
+                name="job_workers_at_least_one",
+                violation_error_message="A job needs at least one worker.",
+            ),
+            models.CheckConstraint(
+                condition=Q(gpus_per_worker__gte=1),
+                name="job_gpus_per_worker_at_least_one",
+                violation_error_message="Each worker needs at least one GPU (or MIG slice).",
+            ),
+            models.CheckConstraint(
+                condition=Q(min_workers__isnull=True)
+                | (Q(min_workers__gte=1) & Q(min_workers__lte=F("workers"))),
+                name="job_min_workers_within_workers",
+                violation_error_message="min_workers must be between 1 and workers.",
+            ),
+            models.CheckConstraint(
+                condition=(Q(topology_level="") & Q(topology_mode=""))
+                | (~Q(topology_level="") & Q(topology_mode__in=["required", "preferred"])),
+                name="job_topology_level_and_mode_together",
+                violation_error_message=(
+                    "Topology needs both a level and a mode (required or preferred), or neither."
+                ),
+            ),
+            models.CheckConstraint(
+                condition=Q(
+                    state__in=[
+                        "pending",
+                        "admitted",
+                        "running",
+                        "succeeded",
+                        "failed",
+                        "cancelled",
+                        "preempted",
+                    ]
+                ),
+                name="job_state_valid",
+                violation_error_message="Unknown job state.",
+            ),
+            models.CheckConstraint(
+                condition=Q(current_workers__lte=F("workers")),
+                name="job_current_workers_within_workers",
+                violation_error_message="A job cannot run more workers than it asked for.",
+            ),
+            models.CheckConstraint(
+                condition=Q(estimated_runtime__isnull=True) | Q(estimated_runtime__gt=0),
+                name="job_estimated_runtime_positive",
+                violation_error_message="The estimated runtime must be greater than 0 seconds.",
+            ),
+            models.CheckConstraint(
+                condition=Q(checkpoint_interval__isnull=True) | Q(checkpoint_interval__gt=0),
+                name="job_checkpoint_interval_positive",
+                violation_error_message="The checkpoint interval must be greater than 0 seconds.",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} (#{self.pk})" if self.pk else self.name
+
+    @property
+    def is_finished(self) -> bool:
+        return self.state in self.TERMINAL_STATES
+
+    @property
+    def is_elastic(self) -> bool:
+        return self.min_workers is not None and self.min_workers < self.workers
+
+    def acceptable_flavors(self) -> list[Flavor]:
+        """The acceptable flavors, most preferred first."""
+        return [link.flavor for link in self.flavor_links.select_related("flavor").order_by("rank")]
+
+    def acceptable_flavor_names(self) -> list[str]:
+        return [flavor.name for flavor in self.acceptable_flavors()]
+
+    def set_acceptable_flavors(self, flavors: Sequence[Flavor]) -> None:
+        """Replace the acceptable flavors by ``flavors``, in that order of preference."""
+        if not flavors:
+            raise ValidationError({"flavors": "Choose at least one acceptable flavor."})
+        names = [flavor.name for flavor in flavors]
+        duplicates = sorted({name for name in names if names.count(name) > 1})
+        if duplicates:
+            raise ValidationError(
+                {"flavors": f"Each flavor may appear once; repeated: {', '.join(duplicates)}."}
+            )
+        self.flavor_links.all().delete()
+        JobFlavor.objects.bulk_create(
+            JobFlavor(job=self, flavor=flavor, rank=rank) for rank, flavor in enumerate(flavors)
+        )
+
+    def clean(self) -> None:
+        errors: dict[str, str] = {}
+        if self.workers is not None and self.workers < 1:
+            errors["workers"] = "A job needs at least one worker."
+        if self.gpus_per_worker is not None and self.gpus_per_worker < 1:
+            errors["gpus_per_worker"] = "Each worker needs at least one GPU (or MIG slice)."
+        if self.min_workers is not None and self.workers is not None:
+            if self.min_workers < 1:
+                errors["min_workers"] = "min_workers must be at least 1 (or empty for a gang job)."
+            elif self.min_workers > self.workers:
+                errors["min_workers"] = (
+                    f"min_workers ({self.min_workers}) cannot exceed workers ({self.workers}): an "
+                    "elastic job starts with between min_workers and workers workers."
+                )
+        if self.topology_level and not self.topology_mode:
+            errors["topology_mode"] = (
+                f"Say whether topology level {self.topology_level!r} is required or preferred."
+            )
+        if self.topology_mode and not self.topology_level:
+            errors["topology_level"] = (
+                "Name the topology level (a node label key such as rack or block), or clear the "
+                "topology mode."
+            )
+        if self.estimated_runtime == 0:
+            errors["estimated_runtime"] = "The estimated runtime must be greater than 0 seconds."
+        if self.checkpoint_interval == 0:
+            errors["checkpoint_interval"] = (
+                "The checkpoint interval must be greater than 0 seconds."
+            )
+        if not isinstance(self.command, list) or not all(isinstance(c, str) for c in self.command):
+            errors["command"] = (
+                'The command must be a list of strings, e.g. ["python", "train.py"].'
+            )
+        if self.queue_id is not None and self.service_class_id is not None:
+            if not self.queue.accepts_service_class(self.service_class):
+                accepted = ", ".join(c.name for c in self.queue.allowed_service_classes.all())
+                errors["service_class"] = (
+                    f"Queue {self.queue} does not accept the {self.service_class.name!r} class; "
+                    f"it accepts: {accepted}."
+                )
+            if self._state.adding and not self.queue.is_open:
+                errors["queue"] = f"Queue {self.queue} is closed to new jobs."
+        if errors:
+            raise ValidationError(errors)
+
+    def transition_to(self, new_state: str, *, now: datetime | None = None) -> list[str]:
+        """Move the job to ``new_state`` in memory and return the changed field names.
+
+        Refuses moves the state machine does not allow with ``IllegalTransition``. Timestamps
+        follow the state: ``admitted_at``, ``started_at``, ``finished_at``. A preempted job
+        counts the preemption; back to pending it drops its placement but keeps its original
+        ``submitted_at`` (docs/SCHEDULING.md rule 7). The caller saves, e.g.
+        ``job.save(update_fields=job.transition_to("running"))``.
+        """
+        allowed = self.TRANSITIONS.get(self.state, frozenset())
+        if new_state not in self.TRANSITIONS:
+            raise IllegalTransition(
+                f"{new_state!r} is not a job state; states are: {', '.join(self.TRANSITIONS)}."
+            )
+        if new_state not in allowed:
+            options = ", ".join(sorted(allowed)) if allowed else "nothing (it has ended)"
+            raise IllegalTransition(
+                f"Job {self} cannot go from {self.state} to {new_state}; from {self.state} it can "
+                f"go to: {options}."
+            )
+        moment = now or timezone.now()
+        changed = ["state"]
+        self.state = new_state
+        if new_state == self.State.ADMITTED:
+            self.admitted_at = moment
+            changed.append("admitted_at")
+        elif new_state == self.State.RUNNING:
+            self.started_at = moment
+            changed.append("started_at")
+        elif new_state == self.State.PREEMPTED:
+            self.preemption_count += 1
+            changed.append("preemption_count")
+        elif new_state == self.State.PENDING:  # back from preempted
+            self.admitted_at = self.started_at = None
+            self.cluster = None
+            self.placement = {}
+            self.current_workers = 0
+            changed += ["admitted_at", "started_at", "cluster", "placement", "current_workers"]
+        if new_state in self.TERMINAL_STATES:
+            self.finished_at = moment
+            self.current_workers = 0
+            changed += ["finished_at", "current_workers"]
+        return changed
+
+
+class JobFlavor(models.Model):
+    """One acceptable flavor of a job; ``rank`` 0 is the most preferred."""
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="flavor_links")
+    flavor = models.ForeignKey("queues.Flavor", on_delete=models.PROTECT, related_name="job_links")
+    rank = models.PositiveSmallIntegerField(default=0)
+
+    class Meta:
+        ordering = ["job", "rank"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["job", "flavor"],
+                name="job_flavor_unique",
+                violation_error_message="Each flavor may appear once in a job's list.",
+            ),
+            models.UniqueConstraint(
+                fields=["job", "rank"],
+                name="job_flavor_rank_unique",
+                violation_error_message="Two flavors of one job cannot share a rank.",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.job} #{self.rank}: {self.flavor}"
+
+
+class JobEvent(models.Model):
+    """Something that happened to a job, for its history (submitted, admitted, preempted...)."""
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="events")
+    at = models.DateTimeField(default=timezone.now)
+    kind = models.CharField(max_length=40)
+    message = models.TextField(blank=True)
+    data = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["at", "pk"]
+        indexes = [models.Index(fields=["job", "at"], name="job_event_job_at_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.job} {self.kind} at {self.at:%Y-%m-%d %H:%M:%S}"
+
+
+class CycleRun(models.Model):
+    """One run of the periodic scheduling task (``queues.tasks.run_scheduling_cycle``)."""
+
+    started_at = models.DateTimeField(default=timezone.now)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    worker = models.CharField(max_length=200, blank=True, help_text="Celery worker hostname.")
+    outcome = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-started_at", "-pk"]
+        indexes = [models.Index(fields=["started_at"], name="cycle_run_started_at_idx")]
+
+    def __str__(self) -> str:
+        return f"cycle at {self.started_at:%Y-%m-%d %H:%M:%S}"
