@@ -1,0 +1,83 @@
+"""EASY backfill (docs/SCHEDULING.md section 4): reserve for the best-ranked blocked job.
+
+The reservation is the earliest time at which the job could start as running jobs reach their
+estimated ends, and the GPUs it would then use. A later job may take GPUs on the reserved nodes
+only if it ends before the reservation starts, or if it leaves the reserved GPUs free then.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Mapping
+
+from queues.scheduling.context import CycleContext, Reservation
+from queues.scheduling.model import PendingJob
+from queues.scheduling.placement import place
+
+
+def release_schedule(ctx: CycleContext, flavor: str) -> list[tuple[float, int, int]]:
+    """(time, node index, units) at which GPUs of ``flavor`` are expected to come free."""
+    events = list(ctx.releases.get(flavor, ()))
+    for r in ctx.running:
+        if r.flavor == flavor and r.workers:
+            events.extend((r.est_end, i, w * r.g) for i, w in r.workers.items())
+    events.sort()
+    return events
+
+
+def find_reservation(ctx: CycleContext, job: PendingJob, flavors: list[str]) -> Reservation | None:
+    """The earliest start for ``job`` over its acceptable flavors (given as quota permits)."""
+    best: Reservation | None = None
+    least = job.min_workers or job.workers
+    g = job.gpus_per_worker
+    need = least * g
+    for flavor in flavors:
+        free = dict(ctx.cap.free_of(flavor))
+        total = sum(free.values())
+        events = release_schedule(ctx, flavor)
+        pos = 0
+        t = ctx.now
+        while True:
+            if best is not None and t >= best.start:
+                break
+            while pos < len(events) and events[pos][0] <= t:
+                _, i, u = events[pos]
+                if i in free:
+                    free[i] += u
+                    total += u
+                pos += 1
+            if total >= need:
+                p = place(ctx.cap, flavor, least, least, g, job.topology, free)
+                if p is not None:
+                    units = {i: w * g for i, w in p.workers.items()}
+                    spare = {i: free[i] - units[i] for i in units}
+                    best = Reservation(job.name, t, p.cluster, flavor, units, spare)
+                    break
+            if pos >= len(events):
+                break
+            t = events[pos][0]
+    return best
+
+
+def limited_free(free: Mapping[int, int], reservation: Reservation) -> dict[int, int]:
+    """``free`` with the reserved nodes capped at what a long job may take there."""
+    view = dict(free)
+    for i, spare in reservation.spare.items():
+        if i in view:
+            view[i] = max(0, min(view[i], spare))
+    return view
+
+
+def estimated_free_time(events: list[tuple[float, int, int]], free_now: int, need: int) -> float | None:
+    """First time the flavor's total free units reach ``need`` (ignores packing)."""
+    if free_now >= need:
+        return None
+    cumulative = free_now
+    times: list[float] = []
+    totals: list[int] = []
+    for t, _i, u in events:
+        cumulative += u
+        times.append(t)
+        totals.append(cumulative)
+    k = bisect.bisect_left(totals, need)
+    return times[k] if k < len(times) else None

@@ -1,0 +1,423 @@
+"""One scheduling cycle: snapshot in, decisions out (docs/SCHEDULING.md section 4).
+
+``run_cycle`` ranks the pending jobs, admits what fits quota and placement, preempts under rules
+1-7, reserves for the best-ranked blocked job (EASY backfill), grows elastic jobs into idle
+capacity and explains every job left pending. Deterministic: same snapshot, same result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from queues.scheduling import explain, fairshare
+from queues.scheduling.backfill import (
+    estimated_free_time,
+    find_reservation,
+    limited_free,
+    release_schedule,
+)
+from queues.scheduling.context import CycleContext, RunningJob, build_context
+from queues.scheduling.explain import PendingInfo
+from queues.scheduling.model import (
+    Admit,
+    CycleResult,
+    PendingJob,
+    Reserve,
+    Scale,
+    Snapshot,
+    Stop,
+)
+from queues.scheduling.placement import Placement, Workers, place, place_in_cluster
+from queues.scheduling.policies import Policy, get_policy
+from queues.scheduling.preemption import PreemptionPlan, plan_preemption
+
+MAX_FAILED_PREEMPTIONS = 64  # bound on fruitless preemption searches per cycle
+
+
+def rank(ctx: CycleContext, pending: tuple[PendingJob, ...]) -> list[PendingJob]:
+    """Within nominal first, then class priority, fair-share score, submission time, name."""
+    if ctx.policy.fifo_order:
+        return sorted(pending, key=lambda j: (j.submitted_at, j.name))
+    snap = ctx.snapshot
+    geq = {f.name: f.gpu_equivalent for f in snap.flavors}
+    usage: dict[str, float] = {}
+    for (q, f), units in ctx.quota.usage.items():
+        usage[q] = usage.get(q, 0.0) + units * geq.get(f, 1.0)
+    scores = {
+        q.name: fairshare.score(q.decayed_usage, usage.get(q.name, 0.0), q.weight, snap.half_life)
+        for q in snap.queues
+    }
+    quota = ctx.quota
+    prio = {c.name: c.priority for c in snap.service_classes}
+
+    def key(j: PendingJob) -> tuple[int, int, float, float, str]:
+        units = (j.min_workers or j.workers) * j.gpus_per_worker
+        nominal = any(quota.within_nominal(j.queue, f, units) for f in j.flavors)
+        return (
+            0 if nominal else 1,
+            -prio.get(j.service_class, 0),
+            scores.get(j.queue, 0.0),
+            j.submitted_at,
+            j.name,
+        )
+
+    return sorted(pending, key=key)
+
+
+class _Cycle:
+    def __init__(self, snapshot: Snapshot, policy: Policy, explain_pending: bool) -> None:
+        self.ctx = build_context(snapshot, policy)
+        self.policy = policy
+        self.explain = explain_pending
+        self.admits: list[Admit] = []
+        self.scales: list[Scale] = []
+        self.infos: dict[str, PendingInfo] = {}
+        self.blocked_reason: dict[str, tuple[str, str]] = {}  # job -> (reason, flavor)
+        # shapes that failed placement: (flavor, g, topology, limited) -> smallest failing size
+        self.failed_shapes: dict[tuple[str, int, object, bool], int] = {}
+        self.failed_preemptions = 0
+        self.preempt_failed: set[tuple[object, ...]] = set()
+        self.head_blocker: str | None = None
+        self.capacity_blocked: set[str] = set()  # flavors some pending job waits for GPUs of
+
+    # -- admission ---------------------------------------------------------------------------
+    def try_admit(self, job: PendingJob) -> bool:
+        ctx = self.ctx
+        cls = ctx.cls(job.service_class)
+        g = job.gpus_per_worker
+        least = job.min_workers or job.workers
+        res = ctx.reservation
+        long_job = res is not None and ctx.est_end_of(job) > res.start
+        first_reason: tuple[str, str] | None = None
+        for f in job.flavors:
+            reason = ctx.quota.blocked_reason(job.queue, f, least * g, cls.can_borrow)
+            if reason is not None:
+                first_reason = first_reason or (reason, f)
+                continue
+            room = ctx.quota.headroom(job.queue, f)
+            if not cls.can_borrow:
+                room = min(room, ctx.quota.nominal(job.queue, f) - ctx.quota.used(job.queue, f))
+            want = max(least, min(job.workers, room // g))
+            shape = (f, g, job.topology, long_job)
+            failed_at = self.failed_shapes.get(shape)
+            if failed_at is not None and least >= failed_at:
+                first_reason = first_reason or (self._capacity_reason(job, f), f)
+                continue
+            free = ctx.cap.free_of(f)
+            if long_job and res is not None and res.flavor == f:
+                free = limited_free(free, res)
+            p = place(ctx.cap, f, want, least, g, job.topology, free, self.policy.first_fit)
+            if p is None:
+                self.failed_shapes[shape] = min(least, failed_at or least)
+                if long_job and res is not None and res.flavor == f:
+                    full = place(ctx.cap, f, want, least, g, job.topology, None, True)
+                    if full is not None:
+                        first_reason = first_reason or (explain.BEHIND_RESERVATION, f)
+                        continue
+                first_reason = first_reason or (self._capacity_reason(job, f), f)
+                continue
+            self.commit_admit(job, f, p, ctx.now, long_job)
+            return True
+        if first_reason is not None:
+            self.blocked_reason[job.name] = first_reason
+        return False
+
+    def _capacity_reason(self, job: PendingJob, flavor: str) -> str:
+        cap = self.ctx.cap
+        totals = cap.total.get(flavor)
+        if not totals:
+            return explain.NO_FLAVOR
+        need = (job.min_workers or job.workers) * job.gpus_per_worker
+        if need > max(totals.values()):
+            return explain.TOO_LARGE
+        if job.topology is not None and job.topology.required:
+            return explain.TOPOLOGY
+        return explain.CAPACITY
+
+    def commit_admit(
+        self, job: PendingJob, flavor: str, p: Placement, start_at: float, long_job: bool
+    ) -> None:
+        ctx = self.ctx
+        units = {i: w * job.gpus_per_worker for i, w in p.workers.items()}
+        ctx.cap.take(flavor, units)
+        total = sum(units.values())
+        borrowing = not ctx.quota.within_nominal(job.queue, flavor, total)
+        ctx.quota.add(job.queue, flavor, total)
+        res = ctx.reservation
+        if long_job and res is not None and res.flavor == flavor:
+            for i, u in units.items():
+                if i in res.spare:
+                    res.spare[i] -= u
+        names = ctx.cap.names
+        self.admits.append(
+            Admit(
+                job=job.name,
+                cluster=p.cluster,
+                flavor=flavor,
+                workers=p.count,
+                placement={names[i]: u for i, u in sorted(units.items())},
+                start_at=start_at,
+                borrowing=borrowing,
+            )
+        )
+
+    # -- preemption ----------------------------------------------------------------------------
+    def try_preempt(self, job: PendingJob) -> bool:
+        ctx = self.ctx
+        if self.failed_preemptions >= MAX_FAILED_PREEMPTIONS:
+            return False
+        cls = ctx.cls(job.service_class)
+        for f in job.flavors:
+            key = (job.queue, cls.priority, f, job.gpus_per_worker, job.min_workers or job.workers,
+                   job.topology)
+            if key in self.preempt_failed:
+                continue
+            plan = plan_preemption(ctx, job, f)
+            if plan is None:
+                self.preempt_failed.add(key)
+                self.failed_preemptions += 1
+                continue
+            self.commit_preemption(job, f, plan)
+            return True
+        return False
+
+    def commit_preemption(self, job: PendingJob, flavor: str, plan: PreemptionPlan) -> None:
+        ctx = self.ctx
+        now = ctx.now
+        free = ctx.cap.free_of(flavor)
+        before = dict(free)
+        release = now
+        for v in plan.victims:
+            r = v.job
+            removed_units = sum(v.removed.values()) * r.g
+            ctx.quota.add(r.queue, flavor, -removed_units)
+            release_at = now + r.cls.grace_period
+            release = max(release, release_at)
+            if v.stops:
+                ctx.stops.append(Stop(r.name, v.reason, job.name, release_at))
+                r.workers = {}
+                r.preemptible_now = False
+            else:
+                for i, w in v.removed.items():
+                    r.workers[i] -= w
+                    if r.workers[i] == 0:
+                        del r.workers[i]
+                self.scales.append(
+                    Scale(
+                        job=r.name,
+                        workers=r.count,
+                        placement=self._named_units(r.workers, r.g),
+                        by=job.name,
+                        reason=v.reason,
+                        release_at=release_at,
+                    )
+                )
+        free.clear()
+        free.update(plan.free)
+        units = {i: w * job.gpus_per_worker for i, w in plan.placement.workers.items()}
+        ctx.cap.take(flavor, units)
+        if release > now:
+            # the victims' GPUs are held for the preemptor until it starts
+            for i in list(free):
+                if free[i] > before.get(i, 0):
+                    free[i] = before.get(i, 0)
+        # capacity came free: shapes that failed may fit now
+        self.failed_shapes = {k: v for k, v in self.failed_shapes.items() if k[0] != flavor}
+        total = sum(units.values())
+        borrowing = not ctx.quota.within_nominal(job.queue, flavor, total)
+        ctx.quota.add(job.queue, flavor, total)
+        names = ctx.cap.names
+        self.admits.append(
+            Admit(
+                job=job.name,
+                cluster=plan.placement.cluster,
+                flavor=flavor,
+                workers=plan.placement.count,
+                placement={names[i]: u for i, u in sorted(units.items())},
+                start_at=release,
+                borrowing=borrowing,
+            )
+        )
+
+    def _named_units(self, workers: Workers, g: int) -> dict[str, int]:
+        names = self.ctx.cap.names
+        return {names[i]: w * g for i, w in sorted(workers.items())}
+
+    # -- backfill and growth -------------------------------------------------------------------
+    def reserve(self, job: PendingJob) -> None:
+        ctx = self.ctx
+        cls = ctx.cls(job.service_class)
+        least = (job.min_workers or job.workers) * job.gpus_per_worker
+        flavors = [
+            f
+            for f in job.flavors
+            if ctx.quota.blocked_reason(job.queue, f, least, cls.can_borrow) is None
+            and ctx.cap.total.get(f)
+        ]
+        if not flavors:
+            return
+        ctx.reservation = find_reservation(ctx, job, flavors)
+
+    def grow(self) -> None:
+        ctx = self.ctx
+        res = ctx.reservation
+        elastic = [
+            r
+            for r in ctx.running
+            if r.min_workers is not None
+            and r.preemptible_now
+            and r.workers
+            and r.count < r.max_workers
+            and r.flavor not in self.capacity_blocked
+        ]
+        elastic.sort(key=lambda r: (-r.cls.priority, r.started_at or 0.0, r.name))
+        for r in elastic:
+            room = ctx.quota.headroom(r.queue, r.flavor)
+            if not r.cls.can_borrow:
+                room = min(room, ctx.quota.nominal(r.queue, r.flavor) - ctx.quota.used(r.queue,
+                                                                                        r.flavor))
+            extra = min(r.max_workers - r.count, room // r.g)
+            if extra <= 0:
+                continue
+            free = ctx.cap.free_of(r.flavor)
+            if res is not None and res.flavor == r.flavor:
+                free = limited_free(free, res)
+            added = self._grow_on(r, extra, free)
+            if not added:
+                continue
+            units = {i: w * r.g for i, w in added.items()}
+            ctx.cap.take(r.flavor, units)
+            ctx.quota.add(r.queue, r.flavor, sum(units.values()))
+            for i, w in added.items():
+                r.workers[i] = r.workers.get(i, 0) + w
+            self.scales.append(
+                Scale(r.name, r.count, self._named_units(r.workers, r.g), reason="grow")
+            )
+
+    def _grow_on(self, r: RunningJob, extra: int, free: Mapping[int, int]) -> Workers:
+        added: Workers = {}
+        # first on nodes it already uses, then anywhere in its cluster (and domain)
+        for i in sorted(r.workers):
+            take = min(extra, free.get(i, 0) // r.g)
+            if take > 0:
+                added[i] = take
+                extra -= take
+        if extra > 0:
+            rest = {i: f - added.get(i, 0) * r.g for i, f in free.items()}
+            topo = r.topology
+            if topo is not None and topo.required and topo.level in self.ctx.cap.domain:
+                domain = self.ctx.cap.domain[topo.level]
+                mine = {domain[i] for i in r.workers}
+                rest = {i: f for i, f in rest.items() if domain[i] in mine}
+            more = place_in_cluster(
+                self.ctx.cap, r.cluster, r.flavor, extra, 1, r.g, None, rest
+            )
+            for i, w in (more or {}).items():
+                added[i] = added.get(i, 0) + w
+        return added
+
+    # -- explanations --------------------------------------------------------------------------
+    def explain_pending(self, ranked: list[PendingJob], pending: set[str]) -> None:
+        ctx = self.ctx
+        position: dict[str, int] = {}
+        schedules: dict[str, list[tuple[float, int, int]]] = {}
+        res = ctx.reservation
+        for job in ranked:
+            if job.name not in pending:
+                continue
+            pos = position.get(job.queue, 0) + 1
+            position[job.queue] = pos
+            flavor = job.flavors[0] if job.flavors else ""
+            reason, flavor = self.blocked_reason.get(job.name, (explain.CAPACITY, flavor))
+            blocker = ""
+            if self.head_blocker is not None and job.name != self.head_blocker and (
+                reason not in (explain.TOO_LARGE, explain.NO_FLAVOR)
+                and job.name not in self.blocked_reason
+            ):
+                reason, blocker = explain.HEAD_OF_LINE, self.head_blocker
+            estimate: float | None = None
+            if res is not None and res.job == job.name:
+                reason, flavor, estimate = explain.RESERVED, res.flavor, res.start
+            elif reason == explain.BEHIND_RESERVATION and res is not None:
+                blocker = res.job
+            need = (job.min_workers or job.workers) * job.gpus_per_worker
+            free_total = ctx.cap.free_total(flavor)
+            if reason in (explain.CAPACITY, explain.TOPOLOGY) and estimate is None:
+                if flavor not in schedules:
+                    schedules[flavor] = release_schedule(ctx, flavor)
+                estimate = estimated_free_time(schedules[flavor], free_total, need)
+            q = ctx.quota
+            lim = q.limits(job.queue, flavor)
+            pool_size, pool_used = q.pool_numbers(job.queue, flavor)
+            self.infos[job.name] = PendingInfo(
+                job=job.name,
+                reason=reason,
+                queue=job.queue,
+                position=pos,
+                flavor=flavor,
+                need=need,
+                used=q.used(job.queue, flavor),
+                nominal=lim.nominal,
+                limit=lim.limit if lim.limit < (1 << 59) else None,
+                cohort=q.cohort.get(job.queue),
+                pool_size=pool_size,
+                pool_used=pool_used,
+                free=free_total,
+                largest_block=ctx.cap.largest_block(flavor),
+                service_class=job.service_class,
+                topology_level=job.topology.level if job.topology else "",
+                blocker=blocker,
+                estimated_start=estimate,
+            )
+
+    # -- the walk ------------------------------------------------------------------------------
+    def run(self) -> CycleResult:
+        ctx = self.ctx
+        ranked = rank(ctx, ctx.snapshot.pending)
+        left: set[str] = set()
+        for job in ranked:
+            if self.head_blocker is not None:
+                left.add(job.name)
+                continue
+            if self.try_admit(job):
+                continue
+            if self.policy.preemption and self.try_preempt(job):
+                continue
+            left.add(job.name)
+            reason = self.blocked_reason.get(job.name, (explain.CAPACITY, ""))[0]
+            if reason in (explain.CAPACITY, explain.TOPOLOGY, explain.BEHIND_RESERVATION):
+                self.capacity_blocked.update(job.flavors)
+                if self.policy.backfill and ctx.reservation is None:
+                    self.reserve(job)
+            if self.policy.head_of_line:
+                self.head_blocker = job.name
+        if self.policy.elastic_growth:
+            self.grow()
+        if self.explain:
+            self.explain_pending(ranked, left)
+        res = ctx.reservation
+        reserve = None
+        if res is not None:
+            names = ctx.cap.names
+            reserve = Reserve(
+                job=res.job,
+                start=res.start,
+                cluster=res.cluster,
+                flavor=res.flavor,
+                nodes={names[i]: u for i, u in sorted(res.units.items())},
+            )
+        return CycleResult(
+            admits=tuple(self.admits),
+            stops=tuple(ctx.stops),
+            scales=tuple(self.scales),
+            reservation=reserve,
+            pending=self.infos,
+        )
+
+
+def run_cycle(
+    snapshot: Snapshot, policy: Policy | str = "default", *, explain_pending: bool = True
+) -> CycleResult:
+    """Decide one cycle. ``explain_pending=False`` skips the PendingInfo of every pending job."""
+    pol = get_policy(policy) if isinstance(policy, str) else policy
+    return _Cycle(snapshot, pol, explain_pending).run()

@@ -1,0 +1,121 @@
+"""Why a job is still pending, in words a researcher understands.
+
+``PendingInfo`` keeps the numbers; ``message`` turns them into one plain-English sentence, built
+only when asked for (a cycle with 20,000 pending jobs does not format 20,000 strings).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# Reason codes, most specific first.
+QUOTA_NOMINAL = "quota-nominal"  # queue without cohort is at its nominal quota
+CANNOT_BORROW = "cannot-borrow"  # would borrow, but the class may not
+BORROWING_LIMIT = "borrowing-limit"  # would exceed nominal + borrowing limit
+COHORT_POOL = "cohort-pool"  # the cohort's shared pool is full
+CAPACITY = "capacity"  # quota fits, but not enough free GPUs of the flavor
+TOPOLOGY = "topology"  # enough free GPUs, but not inside one topology domain
+TOO_LARGE = "too-large"  # no cluster could ever hold the job
+NO_FLAVOR = "no-flavor"  # no schedulable node exposes any acceptable flavor
+RESERVED = "reserved"  # holds the backfill reservation, starts when it comes
+BEHIND_RESERVATION = "behind-reservation"  # would delay the reservation of a better-ranked job
+HEAD_OF_LINE = "head-of-line"  # fifo: waits behind an earlier job
+
+
+def _n(value: float) -> str:
+    return f"{value:g}"
+
+
+@dataclass(frozen=True, slots=True)
+class PendingInfo:
+    """Why ``job`` is pending after a cycle; ``message`` is the sentence to show."""
+
+    job: str
+    reason: str
+    queue: str
+    position: int  # 1-based rank among the pending jobs of its queue
+    flavor: str = ""  # the flavor the reason is about (the job's first choice)
+    need: int = 0  # units the job asks for in that flavor (at its smallest size)
+    used: int = 0  # the queue's usage of that flavor
+    nominal: int = 0
+    limit: int | None = None  # nominal + borrowing limit, when one applies
+    cohort: str | None = None
+    pool_size: int = 0
+    pool_used: int = 0
+    free: int = 0  # free units of the flavor in the best cluster
+    largest_block: int = 0  # most units free on one node
+    service_class: str = ""
+    topology_level: str = ""
+    blocker: str = ""  # the job holding the reservation / at the head of the line
+    estimated_start: float | None = None
+
+    @property
+    def message(self) -> str:
+        text = self._reason_text()
+        if self.estimated_start is not None:
+            text += f" Estimated start: t={_n(self.estimated_start)}."
+        return f"#{self.position} in queue {self.queue}. {text}"
+
+    def _quota_text(self) -> str:
+        return (
+            f"queue {self.queue} uses {self.used} of {self.nominal} {self.flavor} "
+            f"(nominal {self.nominal}) and this job needs {self.need}"
+        )
+
+    def _reason_text(self) -> str:  # noqa: PLR0911 - one branch per reason
+        r = self.reason
+        if r == QUOTA_NOMINAL:
+            return (
+                f"Waiting for quota: {self._quota_text()}; the queue has no cohort to borrow from."
+            )
+        if r == CANNOT_BORROW:
+            return (
+                f"Waiting for quota: {self._quota_text()}, which would borrow above nominal, "
+                f"and class {self.service_class} may not borrow."
+            )
+        if r == BORROWING_LIMIT:
+            return (
+                f"Waiting for quota: queue {self.queue} uses {self.used} {self.flavor} and may "
+                f"use at most {self.limit} (nominal {self.nominal} + borrowing limit); "
+                f"this job needs {self.need}."
+            )
+        if r == COHORT_POOL:
+            return (
+                f"Waiting for quota: {self._quota_text()}; the cohort pool of {self.cohort} "
+                f"({self.pool_size} {self.flavor}) has {self.pool_size - self.pool_used} free."
+            )
+        if r == CAPACITY:
+            return (
+                f"Waiting for GPUs: needs {self.need} {self.flavor}; {self.free} are free "
+                f"(at most {self.largest_block} on one node) and no running job may be "
+                f"preempted for it."
+            )
+        if r == TOPOLOGY:
+            return (
+                f"Waiting for GPUs in one {self.topology_level}: needs {self.need} "
+                f"{self.flavor} inside a single {self.topology_level}; {self.free} are free "
+                f"but spread over several."
+            )
+        if r == TOO_LARGE:
+            return (
+                f"Cannot run: needs {self.need} {self.flavor}, more than any cluster has; "
+                f"ask for fewer workers or GPUs per worker."
+            )
+        if r == NO_FLAVOR:
+            return (
+                f"Cannot run now: no schedulable node offers {self.flavor} "
+                f"(nodes may be cordoned or failed)."
+            )
+        if r == RESERVED:
+            return (
+                f"Next to start: {self.need} {self.flavor} are reserved for it as running jobs "
+                f"end; smaller jobs may use them meanwhile only if they finish first."
+            )
+        if r == BEHIND_RESERVATION:
+            return (
+                f"Held back: starting now on the free {self.flavor} would delay job "
+                f"{self.blocker}, which ranks higher and holds a reservation."
+            )
+        if r == HEAD_OF_LINE:
+            return f"Waiting in line (fifo policy) behind job {self.blocker}, submitted earlier."
+        return f"Pending ({r})."

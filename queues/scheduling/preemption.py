@@ -1,0 +1,232 @@
+"""Preemption (docs/SCHEDULING.md section 4, rules 1-7): who may stop whom, and the minimal set.
+
+``plan_preemption`` works on trial copies: it removes candidates from the cycle's quota state
+(and undoes every change before returning) and adds their GPUs to a private free-capacity map.
+It returns a plan only when the preemptor then fits both quota and placement.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from queues.scheduling.context import CycleContext, RunningJob
+from queues.scheduling.model import PendingJob
+from queues.scheduling.placement import Placement, Workers, place
+
+MAX_CANDIDATES = 256
+
+
+@dataclass(slots=True)
+class Victim:
+    job: RunningJob
+    removed: Workers  # workers taken away (all of them when stopped)
+    reason: str
+    order: int  # position in the candidate order
+
+    @property
+    def stops(self) -> bool:
+        return sum(self.removed.values()) >= self.job.count
+
+
+@dataclass(slots=True)
+class PreemptionPlan:
+    placement: Placement
+    victims: list[Victim]
+    free: dict[int, int]  # the flavor's free units once victims are out and the preemptor is in
+
+
+def _shrink_workers(job: RunningJob, count: int) -> Workers:
+    """Workers to remove when shrinking by ``count``: emptiest nodes of the job first."""
+    out: Workers = {}
+    for i, w in sorted(job.workers.items(), key=lambda kv: (kv[1], -kv[0])):
+        if count <= 0:
+            break
+        take = min(w, count)
+        out[i] = take
+        count -= take
+    return out
+
+
+class _Search:
+    def __init__(self, ctx: CycleContext, job: PendingJob, flavor: str) -> None:
+        self.ctx = ctx
+        self.job = job
+        self.flavor = flavor
+        self.cls = ctx.cls(job.service_class)
+        self.least = job.min_workers or job.workers
+        self.need = self.least * job.gpus_per_worker
+        self.base_free = ctx.cap.free_of(flavor)
+        self.free = dict(self.base_free)
+        self.free_total = sum(self.free.values())
+        self.victims: list[Victim] = []
+
+    # -- applying and undoing a victim on the trial state --------------------------------------
+    def apply(self, v: Victim) -> None:
+        units = 0
+        for i, w in v.removed.items():
+            u = w * v.job.g
+            units += u
+            if i in self.free:
+                self.free[i] += u
+                self.free_total += u
+        self.ctx.quota.add(v.job.queue, self.flavor, -units)
+
+    def undo(self, v: Victim) -> None:
+        units = 0
+        for i, w in v.removed.items():
+            u = w * v.job.g
+            units += u
+            if i in self.free:
+                self.free[i] -= u
+                self.free_total -= u
+        self.ctx.quota.add(v.job.queue, self.flavor, units)
+
+    # -- rules ---------------------------------------------------------------------------------
+    def reason_for(self, c: RunningJob, removed_units: int) -> str | None:
+        """The rule that allows stopping ``c`` now, or None (rules 2-4)."""
+        quota = self.ctx.quota
+        if c.queue == self.job.queue:
+            return "priority"  # statically filtered: strictly lower priority, same queue
+        if not quota.borrowing(c.queue, self.flavor):
+            return None
+        if quota.within_nominal(self.job.queue, self.flavor, self.need):
+            return "reclaim"
+        if not self.cls.can_borrow:
+            return None
+        mine = quota.share(self.job.queue, self.flavor, self.need)
+        theirs_after = quota.share(c.queue, self.flavor, -removed_units)
+        theirs_before = quota.share(c.queue)
+        if mine <= theirs_after or mine < theirs_before:
+            return "fair-share"
+        return None
+
+    def fits(self) -> Placement | None:
+        if self.free_total < self.need:
+            return None
+        quota = self.ctx.quota
+        if quota.blocked_reason(self.job.queue, self.flavor, self.need, self.cls.can_borrow):
+            return None
+        return place(
+            self.ctx.cap,
+            self.flavor,
+            self.least,
+            self.least,
+            self.job.gpus_per_worker,
+            self.job.topology,
+            self.free,
+            first_fit=self.ctx.policy.first_fit,
+        )
+
+    def still_allowed(self, victims: list[Victim]) -> bool:
+        """Undo everything, then re-apply ``victims`` in order checking each is allowed."""
+        for v in reversed(self.victims):
+            self.undo(v)
+        ok = True
+        applied: list[Victim] = []
+        for v in victims:
+            units = sum(v.removed.values()) * v.job.g
+            reason = self.reason_for(v.job, units)
+            if reason is None:
+                ok = False
+                break
+            v.reason = reason
+            self.apply(v)
+            applied.append(v)
+        for v in reversed(applied):
+            self.undo(v)
+        for v in self.victims:
+            self.apply(v)
+        return ok
+
+    def undo_all(self) -> None:
+        for v in reversed(self.victims):
+            self.undo(v)
+        self.victims = []
+
+
+def candidates(ctx: CycleContext, job: PendingJob, flavor: str) -> list[RunningJob]:
+    """Rule 1 filter and rule 5 order: other queues from the highest share, then own queue."""
+    cls = ctx.cls(job.service_class)
+    cohort = ctx.quota.cohort.get(job.queue)
+    now = ctx.now
+    out: list[RunningJob] = []
+    for r in ctx.running:
+        if not r.preemptible_now or r.flavor != flavor or not r.cls.preemptible:
+            continue
+        if r.started_at is None or now - r.started_at < r.cls.min_runtime:
+            continue
+        if r.queue == job.queue:
+            if r.cls.priority >= cls.priority:
+                continue
+        elif cohort is None or ctx.quota.cohort.get(r.queue) != cohort:
+            continue
+        out.append(r)
+    shares = {q: ctx.quota.share(q) for q in {r.queue for r in out}}
+
+    def key(r: RunningJob) -> tuple[int, float, int, float, str]:
+        own = 1 if r.queue == job.queue else 0
+        return (own, -shares[r.queue], r.cls.priority, -(r.started_at or 0.0), r.name)
+
+    out.sort(key=key)
+    return out[:MAX_CANDIDATES]
+
+
+def plan_preemption(ctx: CycleContext, job: PendingJob, flavor: str) -> PreemptionPlan | None:
+    """The minimal set of victims that lets ``job`` start on ``flavor``, or None."""
+    cands = candidates(ctx, job, flavor)
+    if not cands:
+        return None
+    s = _Search(ctx, job, flavor)
+    # cheap bound: even stopping every candidate cannot make room
+    if s.free_total + sum(c.count * c.g for c in cands) < s.need:
+        return None
+    chosen: set[str] = set()
+    placement: Placement | None = None
+    added = True
+    while added and placement is None:
+        added = False
+        for order, c in enumerate(cands):
+            if c.name in chosen:
+                continue
+            elastic = c.min_workers is not None and c.count > c.min_workers
+            removed = _shrink_workers(c, c.count - c.min_workers) if elastic else dict(c.workers)
+            assert c.min_workers is not None or not elastic
+            reason = s.reason_for(c, sum(removed.values()) * c.g)
+            if reason is None:
+                continue
+            v = Victim(c, removed, reason, order)
+            s.apply(v)
+            s.victims.append(v)
+            chosen.add(c.name)
+            added = True
+            placement = s.fits()
+            if placement is not None:
+                break
+    # rule 6: shrinking was not enough -> stop shrunk victims whole, in order
+    if placement is None:
+        for v in list(s.victims):
+            if v.stops:
+                continue
+            s.undo(v)
+            v.removed = dict(v.job.workers)
+            s.apply(v)
+            placement = s.fits()
+            if placement is not None:
+                break
+    if placement is None:
+        s.undo_all()
+        return None
+    # minimal set: drop, newest choice first, every victim not needed
+    for pos in range(len(s.victims) - 1, -1, -1):
+        v = s.victims[pos]
+        s.undo(v)
+        del s.victims[pos]
+        if s.fits() is not None and s.still_allowed(s.victims):
+            continue
+        s.apply(v)
+        s.victims.insert(pos, v)
+    placement = s.fits()
+    assert placement is not None
+    plan = PreemptionPlan(placement, list(s.victims), dict(s.free))
+    s.undo_all()
+    return plan
