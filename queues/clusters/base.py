@@ -1,0 +1,232 @@
+"""The interface every cluster driver implements, and the plain data it speaks.
+
+Drivers take and return frozen dataclasses only: no Django, no ORM. The service layer maps
+database rows to a `LaunchSpec` and the `ClusterState` a driver reports back to rows.
+
+Errors: every driver raises `ClusterUnavailable` when the cluster cannot be reached or refuses
+to talk to us (server errors, timeouts, connection refused, bad credentials). The caller marks
+the cluster degraded and retries next cycle; nothing was decided, nothing is lost. Other
+`DriverError`s say the request itself was wrong and retrying it unchanged will not help.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Protocol, runtime_checkable
+
+
+class DriverError(Exception):
+    """Base of every error a cluster driver raises."""
+
+
+class ClusterUnavailable(DriverError):
+    """The cluster could not be reached or answered with an error that is not ours to fix.
+
+    HTTP 5xx and 429, 401/403 (credentials), timeouts, connection refused, TLS failures. The
+    caller marks the cluster degraded and retries on the next cycle.
+    """
+
+
+class InvalidSpec(DriverError, ValueError):
+    """A launch spec that cannot be turned into a workload; the message names the field."""
+
+
+class RequestRejected(DriverError):
+    """The cluster rejected a request as invalid (HTTP 400/422 and other 4xx we do not expect)."""
+
+
+class WorkloadConflict(DriverError):
+    """A pod or service with the workload's name exists but is not the one we asked for.
+
+    Typically the pods of a previous run of the same job are still terminating after a stop.
+    Retry the launch after they are gone.
+    """
+
+
+class WorkerPhase(StrEnum):
+    PENDING = "pending"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    UNKNOWN = "unknown"  # the kubelet stopped reporting (node unreachable)
+
+
+class WorkloadPhase(StrEnum):
+    PENDING = "pending"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+
+
+@dataclass(frozen=True)
+class NodeInfo:
+    """One node as the scheduler needs it.
+
+    `allocatable` holds the integer capacity per extended resource name, e.g.
+    ``{"nvidia.com/gpu": 8}`` or, for a node in MIG mixed mode,
+    ``{"nvidia.com/mig-1g.10gb": 14, "nvidia.com/mig-3g.40gb": 2}``.
+    """
+
+    name: str
+    allocatable: Mapping[str, int] = field(default_factory=dict)
+    labels: Mapping[str, str] = field(default_factory=dict)
+    ready: bool = True
+    unschedulable: bool = False  # cordoned (spec.unschedulable)
+
+    @property
+    def schedulable(self) -> bool:
+        return self.ready and not self.unschedulable
+
+
+@dataclass(frozen=True)
+class FlavorDefinition:
+    """How a platform flavor shows up on nodes: a resource name plus optional node labels."""
+
+    name: str
+    resource_name: str
+    node_selector: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class WorkerPlacement:
+    """Worker `index` (0-based, the rank) planned on node `node`."""
+
+    index: int
+    node: str
+
+
+@dataclass(frozen=True)
+class LaunchSpec:
+    """Everything a driver needs to start (or rescale) one job's workers.
+
+    `workers` lists the workers that should exist, each with the node the engine planned for
+    it; `scale` adds the missing ones and removes the others. `gang_size` is the job's full
+    gang (`workers` of the job); for an elastic job `min_workers` is set and `workers` may hold
+    any count between the two.
+    """
+
+    job_id: str
+    job_name: str
+    team: str
+    queue: str
+    service_class: str
+    image: str
+    resource_name: str
+    gpus_per_worker: int
+    workers: tuple[WorkerPlacement, ...]
+    gang_size: int
+    grace_period_seconds: int = 30
+    min_workers: int | None = None
+    command: tuple[str, ...] = ()
+    args: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    labels: Mapping[str, str] = field(default_factory=dict)
+    flavor: str = ""
+
+    @property
+    def elastic(self) -> bool:
+        return self.min_workers is not None
+
+
+@dataclass(frozen=True)
+class WorkerStatus:
+    index: int
+    pod_name: str
+    node: str  # where it runs, else the node it is pinned to; "" when unknown
+    phase: WorkerPhase
+    terminating: bool = False  # deletion requested, grace period running
+    message: str = ""  # e.g. "ImagePullBackOff: ..." or the pod's failure reason
+
+
+@dataclass(frozen=True)
+class WorkloadStatus:
+    """What a cluster reports about one job's workers."""
+
+    job_id: str
+    namespace: str
+    phase: WorkloadPhase
+    workers: tuple[WorkerStatus, ...]
+    failed_workers: int
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class ClusterState:
+    nodes: tuple[NodeInfo, ...]
+    workloads: tuple[WorkloadStatus, ...]
+
+    def workload(self, job_id: str) -> WorkloadStatus | None:
+        return next((w for w in self.workloads if w.job_id == job_id), None)
+
+
+@runtime_checkable
+class ClusterDriver(Protocol):
+    """What the service layer may ask of a cluster. Every method may raise `ClusterUnavailable`."""
+
+    def sync(self) -> ClusterState:
+        """Read nodes and the workloads the platform owns."""
+        ...
+
+    def launch(self, spec: LaunchSpec) -> None:
+        """Create the job's namespace, workers and (multi-worker or elastic) service.
+
+        Idempotent: launching a workload that already exists as asked is not an error.
+        """
+        ...
+
+    def stop(self, job_id: str, namespace: str, grace_period_seconds: int) -> None:
+        """Delete the job's workers gracefully. A workload that is already gone is fine."""
+        ...
+
+    def scale(self, spec: LaunchSpec) -> None:
+        """Add missing workers and remove surplus ones (highest index first) to match `spec`."""
+        ...
+
+    def close(self) -> None:
+        """Release connections."""
+        ...
+
+
+def workload_phase(phases: Iterable[WorkerPhase]) -> WorkloadPhase:
+    """The job's phase from its workers' phases: one failed worker fails the whole gang.
+
+    Succeeded only when every worker succeeded; running when every worker has started (running,
+    succeeded, or unknown because its node stopped reporting); otherwise pending.
+    """
+    seen = list(phases)
+    if not seen:
+        return WorkloadPhase.PENDING
+    if WorkerPhase.FAILED in seen:
+        return WorkloadPhase.FAILED
+    if all(p is WorkerPhase.SUCCEEDED for p in seen):
+        return WorkloadPhase.SUCCEEDED
+    if WorkerPhase.PENDING in seen:
+        return WorkloadPhase.PENDING
+    return WorkloadPhase.RUNNING
+
+
+def node_flavor_capacity(node: NodeInfo, flavors: Iterable[FlavorDefinition]) -> dict[str, int]:
+    """Capacity per flavor name that `node` offers, ignoring whether it is schedulable.
+
+    A flavor matches when the node exposes its resource and carries every label of its node
+    selector. Each resource of the node counts for one flavor only: when several flavors match
+    the same resource (say a generic ``gpu`` flavor and an ``h100`` flavor selecting on
+    ``nvidia.com/gpu.product``), the one with the most selector labels wins, then the first
+    name in sort order. Flavors with zero capacity are left out.
+    """
+    best: dict[str, FlavorDefinition] = {}
+    for flavor in flavors:
+        if node.allocatable.get(flavor.resource_name, 0) <= 0:
+            continue
+        if any(node.labels.get(key) != value for key, value in flavor.node_selector.items()):
+            continue
+        current = best.get(flavor.resource_name)
+        if current is None or _specificity(flavor) < _specificity(current):
+            best[flavor.resource_name] = flavor
+    return {f.name: node.allocatable[resource] for resource, f in best.items()}
+
+
+def _specificity(flavor: FlavorDefinition) -> tuple[int, str]:
+    return (-len(flavor.node_selector), flavor.name)

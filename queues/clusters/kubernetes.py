@@ -1,0 +1,492 @@
+"""The Kubernetes cluster driver, on the official `kubernetes` client.
+
+Connects with an API server URL + bearer token, or a kubeconfig file + context. TLS is verified
+by default. Every request carries a timeout, and urllib3 does not retry on its own: a failed
+request surfaces at once as `ClusterUnavailable` and the next cycle retries.
+
+Reads use raw JSON (``_preload_content=False``): the driver only needs a few fields and this
+keeps it independent of the client's model classes. Writes send the dict manifests built by
+`queues.clusters.manifests`, unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+from typing import Any, TypeVar
+
+import urllib3
+from kubernetes import client as k8s
+from kubernetes import config as k8s_config
+from kubernetes.client.exceptions import ApiException
+
+from queues.clusters import manifests
+from queues.clusters.base import (
+    ClusterState,
+    ClusterUnavailable,
+    InvalidSpec,
+    LaunchSpec,
+    NodeInfo,
+    RequestRejected,
+    WorkerPhase,
+    WorkerPlacement,
+    WorkerStatus,
+    WorkloadConflict,
+    WorkloadStatus,
+    workload_phase,
+)
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+Manifest = dict[str, Any]
+
+MANAGED_SELECTOR = f"{manifests.MANAGED_BY_KEY}={manifests.MANAGED_BY}"
+_POD_PHASES = {
+    "Pending": WorkerPhase.PENDING,
+    "Running": WorkerPhase.RUNNING,
+    "Succeeded": WorkerPhase.SUCCEEDED,
+    "Failed": WorkerPhase.FAILED,
+}
+
+
+@dataclass(frozen=True)
+class KubernetesConnection:
+    """How to reach one cluster. Give `api_server` + `token`, or `kubeconfig_path` (+ `context`).
+
+    The token and CA data never appear in a repr or a log line.
+    """
+
+    api_server: str = ""
+    token: str = field(default="", repr=False)
+    kubeconfig_path: str = ""
+    context: str = ""
+    ca_cert_data: str = field(default="", repr=False)  # PEM; default: the system trust store
+    verify_tls: bool = True
+    request_timeout_seconds: float = 10.0
+    cluster_domain: str = "cluster.local"
+
+    def __post_init__(self) -> None:
+        if self.kubeconfig_path and (self.api_server or self.token):
+            raise InvalidSpec("kubeconfig_path: give either a kubeconfig or api_server + token")
+        if not self.kubeconfig_path:
+            if not self.api_server:
+                raise InvalidSpec("api_server: required unless kubeconfig_path is given")
+            if not self.api_server.startswith(("https://", "http://")):
+                raise InvalidSpec(f"api_server: {self.api_server!r} must start with https://")
+            if not self.token:
+                raise InvalidSpec("token: required with api_server")
+        if self.request_timeout_seconds <= 0:
+            raise InvalidSpec("request_timeout_seconds: must be positive")
+
+    def build_api_client(self) -> k8s.ApiClient:
+        configuration = k8s.Configuration()
+        if self.kubeconfig_path:
+            k8s_config.load_kube_config(  # type: ignore[no-untyped-call]
+                config_file=self.kubeconfig_path,
+                context=self.context or None,
+                client_configuration=configuration,
+                persist_config=False,
+            )
+        else:
+            configuration.host = self.api_server.rstrip("/")
+            configuration.api_key = {"authorization": self.token}
+            configuration.api_key_prefix = {"authorization": "Bearer"}
+        if self.ca_cert_data:
+            configuration.ca_cert_data = self.ca_cert_data
+        configuration.verify_ssl = self.verify_tls
+        # No silent retries inside one cycle: the caller retries on the next one.
+        configuration.retries = urllib3.Retry(total=0, redirect=0, raise_on_status=False)
+        return k8s.ApiClient(configuration)
+
+
+class KubernetesDriver:
+    """`ClusterDriver` for one Kubernetes cluster."""
+
+    def __init__(self, connection: KubernetesConnection) -> None:
+        self._connection = connection
+        self._api_client = connection.build_api_client()
+        self._core = k8s.CoreV1Api(self._api_client)
+        timeout = connection.request_timeout_seconds
+        self._timeout = (timeout, timeout)
+
+    def __repr__(self) -> str:
+        return f"KubernetesDriver({self._connection!r})"
+
+    # -- reading -------------------------------------------------------------------------
+
+    def sync(self) -> ClusterState:
+        node_list = self._read("list nodes", lambda: self._core.list_node(**self._raw()))
+        pod_list = self._read(
+            "list pods",
+            lambda: self._core.list_pod_for_all_namespaces(
+                label_selector=MANAGED_SELECTOR, **self._raw()
+            ),
+        )
+        nodes = tuple(
+            sorted((parse_node(item) for item in node_list.get("items", [])), key=_node_name)
+        )
+        return ClusterState(nodes=nodes, workloads=workloads_from_pods(pod_list.get("items", [])))
+
+    # -- writing -------------------------------------------------------------------------
+
+    def launch(self, spec: LaunchSpec) -> None:
+        manifests.validate_spec(spec)
+        if not spec.workers:
+            raise InvalidSpec("workers: a launch needs at least one worker")
+        self._ensure_namespace(spec.team)
+        if manifests.needs_service(spec):
+            self._ensure_service(spec)
+        for worker in sorted(spec.workers, key=lambda w: w.index):
+            self._ensure_pod(spec, worker)
+        logger.info(
+            "launched job %s: %d worker(s) in %s",
+            spec.job_id,
+            len(spec.workers),
+            manifests.team_namespace(spec.team),
+        )
+
+    def stop(self, job_id: str, namespace: str, grace_period_seconds: int) -> None:
+        if grace_period_seconds < 0:
+            raise InvalidSpec(f"grace_period_seconds: must be >= 0, got {grace_period_seconds}")
+        pods = self._job_pods(job_id, namespace)
+        for pod in sorted(pods, key=_worker_index, reverse=True):
+            self._delete_pod(pod["metadata"]["name"], namespace, grace_period_seconds)
+        for service in self._job_services(job_id, namespace):
+            self._delete_service(service["metadata"]["name"], namespace)
+        logger.info("stopped job %s: %d pod(s) in %s", job_id, len(pods), namespace)
+
+    def scale(self, spec: LaunchSpec) -> None:
+        manifests.validate_spec(spec)
+        namespace = manifests.team_namespace(spec.team)
+        existing = {
+            _worker_index(pod): pod
+            for pod in self._job_pods(spec.job_id, namespace)
+            if not _terminating(pod)
+        }
+        wanted = {worker.index: worker for worker in spec.workers}
+        surplus = sorted(set(existing) - set(wanted), reverse=True)
+        for index in surplus:
+            pod_name = existing[index]["metadata"]["name"]
+            self._delete_pod(pod_name, namespace, spec.grace_period_seconds)
+        missing = sorted(set(wanted) - set(existing))
+        if missing:
+            self._ensure_namespace(spec.team)
+            if manifests.needs_service(spec):
+                self._ensure_service(spec)
+        for index in missing:
+            self._ensure_pod(spec, wanted[index])
+        logger.info("scaled job %s: +%d -%d worker(s)", spec.job_id, len(missing), len(surplus))
+
+    def close(self) -> None:
+        self._api_client.close()  # type: ignore[no-untyped-call]
+
+    # -- helpers -------------------------------------------------------------------------
+
+    def _raw(self) -> dict[str, Any]:
+        return {"_preload_content": False, "_request_timeout": self._timeout}
+
+    def _read(self, action: str, call: Callable[[], Any]) -> dict[str, Any]:
+        with api_errors(action):
+            response = call()
+            data = response.data
+        try:
+            decoded = json.loads(data)
+        except ValueError as error:
+            raise ClusterUnavailable(f"{action}: the API server sent invalid JSON") from error
+        if not isinstance(decoded, dict):
+            raise ClusterUnavailable(f"{action}: the API server sent {type(decoded).__name__}")
+        return decoded
+
+    def _job_pods(self, job_id: str, namespace: str) -> list[Manifest]:
+        selector = f"{MANAGED_SELECTOR},{manifests.JOB_LABEL}={manifests.label_value(job_id)}"
+        pod_list = self._read(
+            f"list pods of job {job_id}",
+            lambda: self._core.list_namespaced_pod(
+                namespace, label_selector=selector, **self._raw()
+            ),
+        )
+        return [pod for pod in pod_list.get("items", []) if _owned_by_job(pod, job_id)]
+
+    def _job_services(self, job_id: str, namespace: str) -> list[Manifest]:
+        selector = f"{MANAGED_SELECTOR},{manifests.JOB_LABEL}={manifests.label_value(job_id)}"
+        service_list = self._read(
+            f"list services of job {job_id}",
+            lambda: self._core.list_namespaced_service(
+                namespace, label_selector=selector, **self._raw()
+            ),
+        )
+        return [svc for svc in service_list.get("items", []) if _owned_by_job(svc, job_id)]
+
+    def _ensure_namespace(self, team: str) -> None:
+        body = manifests.namespace_manifest(team)
+        self._create(
+            f"create namespace {body['metadata']['name']}",
+            lambda: self._core.create_namespace(body, **self._raw()),  # type: ignore[arg-type]
+        )
+
+    def _ensure_service(self, spec: LaunchSpec) -> None:
+        body = manifests.service_manifest(spec)
+        namespace = body["metadata"]["namespace"]
+        name = body["metadata"]["name"]
+        created = self._create(
+            f"create service {namespace}/{name}",
+            lambda: self._core.create_namespaced_service(
+                namespace,
+                body,  # type: ignore[arg-type]
+                **self._raw(),
+            ),
+        )
+        if not created:
+            existing = self._read(
+                f"read service {namespace}/{name}",
+                lambda: self._core.read_namespaced_service(name, namespace, **self._raw()),
+            )
+            if not _owned_by_job(existing, spec.job_id):
+                raise WorkloadConflict(f"service {namespace}/{name} belongs to another workload")
+
+    def _ensure_pod(self, spec: LaunchSpec, worker: WorkerPlacement) -> None:
+        body = manifests.pod_manifest(spec, worker, self._connection.cluster_domain)
+        namespace = body["metadata"]["namespace"]
+        name = body["metadata"]["name"]
+        created = self._create(
+            f"create pod {namespace}/{name}",
+            lambda: self._core.create_namespaced_pod(
+                namespace,
+                body,  # type: ignore[arg-type]
+                **self._raw(),
+            ),
+        )
+        if created:
+            return
+        existing = self._read(
+            f"read pod {namespace}/{name}",
+            lambda: self._core.read_namespaced_pod(name, namespace, **self._raw()),
+        )
+        if not _owned_by_job(existing, spec.job_id):
+            raise WorkloadConflict(f"pod {namespace}/{name} belongs to another workload")
+        if _terminating(existing):
+            raise WorkloadConflict(
+                f"pod {namespace}/{name} of a previous run is still terminating; "
+                "launch again once it is gone"
+            )
+        planned = existing["metadata"].get("annotations", {}).get(manifests.PLANNED_NODE_ANNOTATION)
+        if planned != worker.node:
+            raise WorkloadConflict(
+                f"pod {namespace}/{name} exists on node {planned!r}, not on {worker.node!r}"
+            )
+
+    def _create(self, action: str, call: Callable[[], Any]) -> bool:
+        """Run a create call; False when the object already existed (HTTP 409)."""
+        try:
+            with api_errors(action, tolerate=(409,)):
+                call()
+                return True
+        except _Tolerated:
+            logger.debug("%s: already exists", action)
+            return False
+
+    def _delete_pod(self, name: str, namespace: str, grace_period_seconds: int) -> None:
+        body = manifests.delete_options(grace_period_seconds)
+        self._delete(
+            f"delete pod {namespace}/{name}",
+            lambda: self._core.delete_namespaced_pod(
+                name,
+                namespace,
+                grace_period_seconds=grace_period_seconds,
+                propagation_policy="Background",
+                body=body,  # type: ignore[arg-type]
+                **self._raw(),
+            ),
+        )
+
+    def _delete_service(self, name: str, namespace: str) -> None:
+        self._delete(
+            f"delete service {namespace}/{name}",
+            lambda: self._core.delete_namespaced_service(name, namespace, **self._raw()),
+        )
+
+    def _delete(self, action: str, call: Callable[[], Any]) -> None:
+        try:
+            with api_errors(action, tolerate=(404,)):
+                call()
+        except _Tolerated:
+            logger.debug("%s: already gone", action)
+
+
+class _Tolerated(Exception):
+    """An API answer the caller expects and treats as success (409 on create, 404 on delete)."""
+
+
+@contextmanager
+def api_errors(action: str, tolerate: tuple[int, ...] = ()) -> Iterator[None]:
+    """Translate client and transport errors into driver errors.
+
+    5xx, 429, 401, 403, status 0 (TLS and other client-side failures), timeouts and connection
+    errors become `ClusterUnavailable`; statuses in `tolerate` raise the internal `_Tolerated`;
+    other 4xx become `RequestRejected`.
+    """
+    try:
+        yield
+    except ApiException as error:
+        status = int(error.status or 0)
+        if status in tolerate:
+            raise _Tolerated() from None
+        reason = f"{action}: HTTP {status} {error.reason or ''}".rstrip()
+        if status == 0 or status >= 500 or status in (401, 403, 429):
+            raise ClusterUnavailable(reason) from None
+        raise RequestRejected(f"{reason}: {_status_message(error.body)}") from None
+    except (urllib3.exceptions.HTTPError, OSError) as error:
+        raise ClusterUnavailable(f"{action}: {type(error).__name__}: {error}") from None
+
+
+def _status_message(body: Any) -> str:
+    try:
+        decoded = json.loads(body or "")
+    except (ValueError, TypeError):
+        return str(body or "")[:200]
+    if isinstance(decoded, dict):
+        return str(decoded.get("message", ""))[:500]
+    return ""
+
+
+# -- parsing what the cluster reports (pure) ------------------------------------------------
+
+
+def parse_count(quantity: Any) -> int:
+    """An allocatable quantity as a whole count ("8", 8, "7.5" -> 7); 0 when unreadable."""
+    try:
+        value = Decimal(str(quantity))
+    except InvalidOperation:
+        return 0
+    if not value.is_finite() or value < 0:
+        return 0
+    return int(value)
+
+
+def parse_node(node: Manifest) -> NodeInfo:
+    """A node's name, extended-resource capacity, labels, readiness and cordon."""
+    metadata = node.get("metadata") or {}
+    status = node.get("status") or {}
+    spec = node.get("spec") or {}
+    allocatable = {
+        resource: parse_count(quantity)
+        for resource, quantity in (status.get("allocatable") or {}).items()
+        if "/" in resource
+    }
+    conditions = status.get("conditions") or []
+    ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+    return NodeInfo(
+        name=str(metadata.get("name", "")),
+        allocatable=allocatable,
+        labels=dict(metadata.get("labels") or {}),
+        ready=ready,
+        unschedulable=bool(spec.get("unschedulable", False)),
+    )
+
+
+def workloads_from_pods(pods: list[Manifest]) -> tuple[WorkloadStatus, ...]:
+    """Group the platform's pods by job and summarise each job's workers."""
+    jobs: dict[tuple[str, str], list[Manifest]] = {}
+    for pod in pods:
+        metadata = pod.get("metadata") or {}
+        labels = metadata.get("labels") or {}
+        if labels.get(manifests.MANAGED_BY_KEY) != manifests.MANAGED_BY:
+            continue  # the emulator (and a misconfigured proxy) may ignore label selectors
+        job_id = _job_id(pod)
+        if not job_id:
+            continue
+        jobs.setdefault((str(metadata.get("namespace", "")), job_id), []).append(pod)
+    return tuple(
+        _workload_status(job_id, namespace, job_pods)
+        for (namespace, job_id), job_pods in sorted(jobs.items())
+    )
+
+
+def _workload_status(job_id: str, namespace: str, pods: list[Manifest]) -> WorkloadStatus:
+    workers = tuple(sorted((_worker_status(pod) for pod in pods), key=lambda w: w.index))
+    phase = workload_phase(w.phase for w in workers)
+    failed = [w for w in workers if w.phase is WorkerPhase.FAILED]
+    notes = [f"worker {w.index}: {w.message}" for w in workers if w.message]
+    if failed:
+        message = f"{len(failed)} of {len(workers)} worker(s) failed"
+        message = "; ".join([message, *notes])
+    else:
+        message = "; ".join(notes)
+    return WorkloadStatus(
+        job_id=job_id,
+        namespace=namespace,
+        phase=phase,
+        workers=workers,
+        failed_workers=len(failed),
+        message=message,
+    )
+
+
+def _worker_status(pod: Manifest) -> WorkerStatus:
+    metadata = pod.get("metadata") or {}
+    spec = pod.get("spec") or {}
+    status = pod.get("status") or {}
+    phase = _POD_PHASES.get(str(status.get("phase", "Pending")), WorkerPhase.UNKNOWN)
+    node = spec.get("nodeName") or (metadata.get("annotations") or {}).get(
+        manifests.PLANNED_NODE_ANNOTATION, ""
+    )
+    return WorkerStatus(
+        index=_worker_index(pod),
+        pod_name=str(metadata.get("name", "")),
+        node=str(node),
+        phase=phase,
+        terminating=_terminating(pod),
+        message=_pod_message(status),
+    )
+
+
+def _pod_message(status: Manifest) -> str:
+    """The most telling reason a pod gives: its own, a waiting or failed container's, or why it
+    is not scheduled."""
+    if status.get("reason") or status.get("message"):
+        return ": ".join(str(s) for s in (status.get("reason"), status.get("message")) if s)
+    for container in status.get("containerStatuses") or []:
+        state = container.get("state") or {}
+        for key in ("waiting", "terminated"):
+            detail = state.get(key) or {}
+            reason = detail.get("reason")
+            if reason and reason not in ("ContainerCreating", "Completed", "PodInitializing"):
+                return ": ".join(str(s) for s in (reason, detail.get("message")) if s)
+    for condition in status.get("conditions") or []:
+        if condition.get("type") == "PodScheduled" and condition.get("status") == "False":
+            reason = condition.get("reason") or "Unschedulable"
+            return ": ".join(str(s) for s in (reason, condition.get("message")) if s)
+    return ""
+
+
+def _job_id(obj: Manifest) -> str:
+    metadata = obj.get("metadata") or {}
+    annotations = metadata.get("annotations") or {}
+    labels = metadata.get("labels") or {}
+    return str(annotations.get(manifests.JOB_ID_ANNOTATION) or labels.get(manifests.JOB_LABEL, ""))
+
+
+def _owned_by_job(obj: Manifest, job_id: str) -> bool:
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    return labels.get(manifests.MANAGED_BY_KEY) == manifests.MANAGED_BY and _job_id(obj) == job_id
+
+
+def _worker_index(pod: Manifest) -> int:
+    labels = (pod.get("metadata") or {}).get("labels") or {}
+    try:
+        return int(labels.get(manifests.WORKER_LABEL, -1))
+    except (TypeError, ValueError):
+        return -1
+
+
+def _terminating(obj: Manifest) -> bool:
+    return bool((obj.get("metadata") or {}).get("deletionTimestamp"))
+
+
+def _node_name(node: NodeInfo) -> str:
+    return node.name
