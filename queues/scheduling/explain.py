@@ -62,7 +62,7 @@ class PendingInfo:
             f"(nominal {self.nominal}) and this job needs {self.need}"
         )
 
-    def _reason_text(self) -> str:  # noqa: PLR0911 - one branch per reason
+    def _reason_text(self) -> str:
         r = self.reason
         if r == QUOTA_NOMINAL:
             return (
