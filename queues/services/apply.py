@@ -64,7 +64,7 @@ class Applier:
         else:
             if not move(job, Job.State.PREEMPTED, self.now):
                 return
-            kind = "preempted"
+            kind = "requeued" if decision.reason == "node-failure" else "preempted"
             stop_by = int(decision.by) if decision.by is not None else None
             if release <= self.now:
                 move(job, Job.State.PENDING, self.now)
@@ -239,15 +239,26 @@ class Applier:
 
     # -- pending explanations ------------------------------------------------------------------
     def explain(self, result: engine.CycleResult) -> None:
-        changed: list[JobRuntime] = []
+        candidates: dict[int, tuple[Job, explain.PendingInfo, str, datetime | None]] = {}
         for name, info in result.pending.items():
             job = self.live.jobs.get(name)
             if job is None or job.state != Job.State.PENDING:
                 continue
             message, estimate = self._message(info)
             runtime = self._runtime(job)
-            old_reason = runtime.pending_reason if runtime is not None else ""
-            old_message = runtime.pending_message if runtime is not None else ""
+            old = (runtime.pending_reason, runtime.pending_message) if runtime else ("", "")
+            if old != (info.reason, message):
+                candidates[job.pk] = (job, info, message, estimate)
+        # what the rows hold now (another run may have written the same explanation already)
+        current = {
+            pk: (reason, message)
+            for pk, reason, message in JobRuntime.objects.filter(
+                job_id__in=list(candidates)
+            ).values_list("job_id", "pending_reason", "pending_message")
+        }
+        changed: list[JobRuntime] = []
+        for pk, (job, info, message, estimate) in candidates.items():
+            old_reason, old_message = current.get(pk, ("", ""))
             if (old_reason, old_message) == (info.reason, message):
                 continue
             changed.append(
