@@ -130,6 +130,9 @@ class QuotaAdmin(PlatformModelAdmin):
 class ClusterAdminForm(forms.ModelForm):  # type: ignore[type-arg]
     """The token is write-only: never rendered back; leave it empty to keep the stored one."""
 
+    api_url = forms.URLField(
+        required=False, assume_scheme="https", help_text="Kubernetes API server URL."
+    )
     token = forms.CharField(
         required=False,
         strip=True,
