@@ -15,12 +15,12 @@ from queues.scheduling.model import PendingJob
 from queues.scheduling.placement import place
 
 
-def release_schedule(ctx: CycleContext, flavor: str) -> list[tuple[float, int, int]]:
-    """(time, node index, units) at which GPUs of ``flavor`` are expected to come free."""
+def release_schedule(ctx: CycleContext, flavor: str) -> list[tuple[float, int, int, str]]:
+    """(time, node index, units, queue) at which GPUs of ``flavor`` are expected to come free."""
     events = list(ctx.releases.get(flavor, ()))
     for r in ctx.running:
         if r.flavor == flavor and r.workers:
-            events.extend((r.est_end, i, w * r.g) for i, w in r.workers.items())
+            events.extend((r.est_end, i, w * r.g, r.queue) for i, w in r.workers.items())
     events.sort()
     return events
 
@@ -31,31 +31,40 @@ def find_reservation(ctx: CycleContext, job: PendingJob, flavors: list[str]) -> 
     least = job.min_workers or job.workers
     g = job.gpus_per_worker
     need = least * g
+    quota = ctx.quota
+    can_borrow = ctx.cls(job.service_class).can_borrow
     for flavor in flavors:
         free = dict(ctx.cap.free_of(flavor))
         total = sum(free.values())
         events = release_schedule(ctx, flavor)
+        released: list[tuple[str, int]] = []  # quota given back on trial, undone below
         pos = 0
         t = ctx.now
         while True:
             if best is not None and t >= best.start:
                 break
             while pos < len(events) and events[pos][0] <= t:
-                _, i, u = events[pos]
+                _, i, u, q = events[pos]
                 if i in free:
                     free[i] += u
                     total += u
+                if q:  # held victims' extra GPUs count in no queue's quota
+                    quota.add(q, flavor, -u)
+                    released.append((q, u))
                 pos += 1
-            if total >= need:
+            if total >= need and quota.blocked_reason(job.queue, flavor, need, can_borrow) is None:
                 p = place(ctx.cap, flavor, least, least, g, job.topology, free)
                 if p is not None:
                     units = {i: w * g for i, w in p.workers.items()}
                     spare = {i: free[i] - units[i] for i in units}
-                    best = Reservation(job.name, t, p.cluster, flavor, units, spare)
+                    room = quota.headroom(job.queue, flavor) - need
+                    best = Reservation(job.name, t, p.cluster, flavor, units, spare, job.queue, room)
                     break
             if pos >= len(events):
                 break
             t = events[pos][0]
+        for q, u in reversed(released):
+            quota.add(q, flavor, u)
     return best
 
 
@@ -68,14 +77,16 @@ def limited_free(free: Mapping[int, int], reservation: Reservation) -> dict[int,
     return view
 
 
-def estimated_free_time(events: list[tuple[float, int, int]], free_now: int, need: int) -> float | None:
+def estimated_free_time(
+    events: list[tuple[float, int, int, str]], free_now: int, need: int
+) -> float | None:
     """First time the flavor's total free units reach ``need`` (ignores packing)."""
     if free_now >= need:
         return None
     cumulative = free_now
     times: list[float] = []
     totals: list[int] = []
-    for t, _i, u in events:
+    for t, _i, u, _q in events:
         cumulative += u
         times.append(t)
         totals.append(cumulative)

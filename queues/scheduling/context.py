@@ -57,6 +57,8 @@ class Reservation:
     flavor: str
     units: dict[int, int]  # node index -> units reserved at start
     spare: dict[int, int]  # node index -> units a long job may still take there
+    queue: str = ""
+    quota_room: int = 0  # units of the flavor a long job of the same queue may still take
 
 
 @dataclass(slots=True)
@@ -69,8 +71,9 @@ class CycleContext:
     running: list[RunningJob]
     stops: list[Stop] = field(default_factory=list)
     reservation: Reservation | None = None
-    # releases of capacity already known (stopping jobs): flavor -> [(time, node, units)]
-    releases: dict[str, list[tuple[float, int, int]]] = field(default_factory=dict)
+    victim_pools: dict[str, list[RunningJob]] = field(default_factory=dict)
+    # known releases (stopping jobs): flavor -> [(time, node, units, queue)]
+    releases: dict[str, list[tuple[float, int, int, str]]] = field(default_factory=dict)
 
     @property
     def now(self) -> float:
@@ -100,6 +103,20 @@ def _workers_of(cap: Capacity, job: AdmittedJob) -> Workers:
     return out
 
 
+_workers_cache: dict[int, tuple[AdmittedJob, object, Workers]] = {}
+
+
+def _cached_workers(cap: Capacity, job: AdmittedJob, fresh: dict[int, tuple[AdmittedJob, object, Workers]]) -> Workers:
+    """``_workers_of``, remembered per (immutable) job object and node numbering."""
+    hit = _workers_cache.get(id(job))
+    if hit is not None and hit[0] is job and hit[1] is cap.index:
+        workers = hit[2]
+    else:
+        workers = _workers_of(cap, job)
+    fresh[id(job)] = (job, cap.index, workers)
+    return dict(workers)
+
+
 def build_context(snapshot: Snapshot, policy: Policy) -> CycleContext:
     """Free capacity and quota usage after every admitted job; failures and overruns stopped."""
     cap = Capacity(snapshot)
@@ -110,19 +127,22 @@ def build_context(snapshot: Snapshot, policy: Policy) -> CycleContext:
     waiting = {j.name for j in snapshot.admitted if j.started_at is None and not j.stopping}
     held: dict[str, list[AdmittedJob]] = {}
     preemptors: dict[str, AdmittedJob] = {}
+    fresh: dict[int, tuple[AdmittedJob, object, Workers]] = {}
+    usage: dict[tuple[str, str], int] = {}
     for job in sorted(snapshot.admitted, key=lambda j: j.name):
         cls = ctx.cls(job.service_class)
-        workers = _workers_of(cap, job)
+        workers = _cached_workers(cap, job, fresh)
         units = {i: w * job.gpus_per_worker for i, w in workers.items()}
         if job.stopping:
             if job.held_for is not None and job.held_for in waiting:
                 held.setdefault(job.held_for, []).append(job)
                 continue
             cap.take(job.flavor, units)
-            quota.add(job.queue, job.flavor, job.workers * job.gpus_per_worker)
+            key = (job.queue, job.flavor)
+            usage[key] = usage.get(key, 0) + job.workers * job.gpus_per_worker
             release = job.release_at if job.release_at is not None else now
             rel = ctx.releases.setdefault(job.flavor, [])
-            rel.extend((release, i, u) for i, u in units.items())
+            rel.extend((release, i, u, job.queue) for i, u in units.items())
             continue
         if any(i in cap.failed for i in workers):
             ctx.stops.append(Stop(job.name, "node-failure", None, now))
@@ -135,7 +155,8 @@ def build_context(snapshot: Snapshot, policy: Policy) -> CycleContext:
             ctx.stops.append(Stop(job.name, "max-runtime", None, now, requeue=False))
             continue
         cap.take(job.flavor, units)
-        quota.add(job.queue, job.flavor, job.workers * job.gpus_per_worker)
+        key = (job.queue, job.flavor)
+        usage[key] = usage.get(key, 0) + job.workers * job.gpus_per_worker
         if job.started_at is None:
             preemptors[job.name] = job
         start = job.started_at if job.started_at is not None else (job.start_at or now)
@@ -157,6 +178,10 @@ def build_context(snapshot: Snapshot, policy: Policy) -> CycleContext:
                 preemptible_now=job.started_at is not None,
             )
         )
+    _workers_cache.clear()
+    _workers_cache.update(fresh)
+    for (q, f), units in sorted(usage.items()):
+        quota.add(q, f, units)
     # victims still in their grace period: only what exceeds the preemptor's share is extra
     for name, victims in held.items():
         pre = preemptors.get(name)
@@ -174,5 +199,5 @@ def build_context(snapshot: Snapshot, policy: Policy) -> CycleContext:
             if extra > 0:
                 cap.take(f, {i: extra})
                 release = max((v.release_at or now) for v in victims)
-                ctx.releases.setdefault(f, []).append((release, i, extra))
+                ctx.releases.setdefault(f, []).append((release, i, extra, ""))
     return ctx

@@ -29,9 +29,9 @@ from queues.scheduling.model import (
 )
 from queues.scheduling.placement import Placement, Workers, place, place_in_cluster
 from queues.scheduling.policies import Policy, get_policy
-from queues.scheduling.preemption import PreemptionPlan, plan_preemption
+from queues.scheduling.preemption import PreemptionPlan, candidates, plan_preemption
 
-MAX_FAILED_PREEMPTIONS = 64  # bound on fruitless preemption searches per cycle
+MAX_FAILED_PREEMPTIONS = 16  # bound on fruitless preemption searches per cycle
 
 
 def rank(ctx: CycleContext, pending: tuple[PendingJob, ...]) -> list[PendingJob]:
@@ -52,7 +52,10 @@ def rank(ctx: CycleContext, pending: tuple[PendingJob, ...]) -> list[PendingJob]
 
     def key(j: PendingJob) -> tuple[int, int, float, float, str]:
         units = (j.min_workers or j.workers) * j.gpus_per_worker
-        nominal = any(quota.within_nominal(j.queue, f, units) for f in j.flavors)
+        # a queue without cohort never borrows: its jobs only wait for its own nominal
+        nominal = quota.cohort.get(j.queue) is None or any(
+            quota.within_nominal(j.queue, f, units) for f in j.flavors
+        )
         return (
             0 if nominal else 1,
             -prio.get(j.service_class, 0),
@@ -76,7 +79,9 @@ class _Cycle:
         # shapes that failed placement: (flavor, g, topology, limited) -> smallest failing size
         self.failed_shapes: dict[tuple[str, int, object, bool], int] = {}
         self.failed_preemptions = 0
-        self.preempt_failed: set[tuple[object, ...]] = set()
+        # (queue, priority, flavor, g, topology) -> smallest gang size that found no victims
+        self.preempt_failed: dict[tuple[object, ...], int] = {}
+        self.reserve_tried = False
         self.head_blocker: str | None = None
         self.capacity_blocked: set[str] = set()  # flavors some pending job waits for GPUs of
 
@@ -97,6 +102,12 @@ class _Cycle:
             room = ctx.quota.headroom(job.queue, f)
             if not cls.can_borrow:
                 room = min(room, ctx.quota.nominal(job.queue, f) - ctx.quota.used(job.queue, f))
+            if long_job and res is not None and res.flavor == f and res.queue == job.queue:
+                # a long job of the reserved job's queue must leave it its quota at the start
+                if least * g > res.quota_room:
+                    first_reason = first_reason or (explain.BEHIND_RESERVATION, f)
+                    continue
+                room = min(room, res.quota_room)
             want = max(least, min(job.workers, room // g))
             shape = (f, g, job.topology, long_job)
             failed_at = self.failed_shapes.get(shape)
@@ -148,6 +159,9 @@ class _Cycle:
             for i, u in units.items():
                 if i in res.spare:
                     res.spare[i] -= u
+            if res.queue == job.queue:
+                res.quota_room -= total
+        self._track(job, p, flavor, start_at)
         names = ctx.cap.names
         self.admits.append(
             Admit(
@@ -167,14 +181,18 @@ class _Cycle:
         if self.failed_preemptions >= MAX_FAILED_PREEMPTIONS:
             return False
         cls = ctx.cls(job.service_class)
+        least = job.min_workers or job.workers
         for f in job.flavors:
-            key = (job.queue, cls.priority, f, job.gpus_per_worker, job.min_workers or job.workers,
-                   job.topology)
-            if key in self.preempt_failed:
+            key = (job.queue, cls.priority, f, job.gpus_per_worker, job.topology)
+            failed_at = self.preempt_failed.get(key)
+            if failed_at is not None and least >= failed_at:
                 continue
-            plan = plan_preemption(ctx, job, f)
+            cands = candidates(ctx, job, f)
+            if not cands:
+                continue
+            plan = plan_preemption(ctx, job, f, cands)
             if plan is None:
-                self.preempt_failed.add(key)
+                self.preempt_failed[key] = least
                 self.failed_preemptions += 1
                 continue
             self.commit_preemption(job, f, plan)
@@ -226,6 +244,7 @@ class _Cycle:
         total = sum(units.values())
         borrowing = not ctx.quota.within_nominal(job.queue, flavor, total)
         ctx.quota.add(job.queue, flavor, total)
+        self._track(job, plan.placement, flavor, release)
         names = ctx.cap.names
         self.admits.append(
             Admit(
@@ -239,6 +258,28 @@ class _Cycle:
             )
         )
 
+    def _track(self, job: PendingJob, p: Placement, flavor: str, start: float) -> None:
+        """A job admitted this cycle: its estimated end feeds backfill; never a victim now."""
+        ctx = self.ctx
+        cls = ctx.cls(job.service_class)
+        ctx.running.append(
+            RunningJob(
+                name=job.name,
+                queue=job.queue,
+                cls=cls,
+                cluster=p.cluster,
+                flavor=flavor,
+                g=job.gpus_per_worker,
+                workers=dict(p.workers),
+                started_at=None,
+                est_end=start + ctx.runtime_of(job.estimated_runtime, cls),
+                min_workers=job.min_workers,
+                max_workers=job.workers,
+                topology=job.topology,
+                preemptible_now=False,
+            )
+        )
+
     def _named_units(self, workers: Workers, g: int) -> dict[str, int]:
         names = self.ctx.cap.names
         return {names[i]: w * g for i, w in sorted(workers.items())}
@@ -246,14 +287,7 @@ class _Cycle:
     # -- backfill and growth -------------------------------------------------------------------
     def reserve(self, job: PendingJob) -> None:
         ctx = self.ctx
-        cls = ctx.cls(job.service_class)
-        least = (job.min_workers or job.workers) * job.gpus_per_worker
-        flavors = [
-            f
-            for f in job.flavors
-            if ctx.quota.blocked_reason(job.queue, f, least, cls.can_borrow) is None
-            and ctx.cap.total.get(f)
-        ]
+        flavors = [f for f in job.flavors if ctx.cap.total.get(f)]
         if not flavors:
             return
         ctx.reservation = find_reservation(ctx, job, flavors)
@@ -320,7 +354,7 @@ class _Cycle:
     def explain_pending(self, ranked: list[PendingJob], pending: set[str]) -> None:
         ctx = self.ctx
         position: dict[str, int] = {}
-        schedules: dict[str, list[tuple[float, int, int]]] = {}
+        schedules: dict[str, list[tuple[float, int, int, str]]] = {}
         res = ctx.reservation
         for job in ranked:
             if job.name not in pending:
@@ -336,8 +370,9 @@ class _Cycle:
             ):
                 reason, blocker = explain.HEAD_OF_LINE, self.head_blocker
             estimate: float | None = None
-            if res is not None and res.job == job.name:
-                reason, flavor, estimate = explain.RESERVED, res.flavor, res.start
+            reserved = res is not None and res.job == job.name
+            if res is not None and reserved:
+                estimate = res.start
             elif reason == explain.BEHIND_RESERVATION and res is not None:
                 blocker = res.job
             need = (job.min_workers or job.workers) * job.gpus_per_worker
@@ -368,6 +403,7 @@ class _Cycle:
                 topology_level=job.topology.level if job.topology else "",
                 blocker=blocker,
                 estimated_start=estimate,
+                reserved=reserved,
             )
 
     # -- the walk ------------------------------------------------------------------------------
@@ -387,8 +423,13 @@ class _Cycle:
             reason = self.blocked_reason.get(job.name, (explain.CAPACITY, ""))[0]
             if reason in (explain.CAPACITY, explain.TOPOLOGY, explain.BEHIND_RESERVATION):
                 self.capacity_blocked.update(job.flavors)
-                if self.policy.backfill and ctx.reservation is None:
-                    self.reserve(job)
+            if (
+                self.policy.backfill
+                and not self.reserve_tried
+                and reason not in (explain.TOO_LARGE, explain.NO_FLAVOR)
+            ):
+                self.reserve_tried = True  # EASY: only the best-ranked blocked job
+                self.reserve(job)
             if self.policy.head_of_line:
                 self.head_blocker = job.name
         if self.policy.elastic_growth:

@@ -144,24 +144,54 @@ class _Search:
         self.victims = []
 
 
+def victim_pool(ctx: CycleContext, flavor: str) -> list[RunningJob]:
+    """Rule 1, once per cycle and flavor: started, preemptible, past their min_runtime."""
+    pool = ctx.victim_pools.get(flavor)
+    if pool is None:
+        now = ctx.now
+        pool = [
+            r
+            for r in ctx.running
+            if r.preemptible_now
+            and r.flavor == flavor
+            and r.cls.preemptible
+            and r.started_at is not None
+            and now - r.started_at >= r.cls.min_runtime
+        ]
+        ctx.victim_pools[flavor] = pool
+    return pool
+
+
 def candidates(ctx: CycleContext, job: PendingJob, flavor: str) -> list[RunningJob]:
-    """Rule 1 filter and rule 5 order: other queues from the highest share, then own queue."""
+    """Rule 1 filter and rule 5 order: other queues from the highest share, then own queue.
+
+    Other queues' jobs are candidates only while their queue borrows (rules 2 and 3 need it),
+    and only for a preemptor that may reclaim or borrow.
+    """
     cls = ctx.cls(job.service_class)
-    cohort = ctx.quota.cohort.get(job.queue)
-    now = ctx.now
+    quota = ctx.quota
+    cohort = quota.cohort.get(job.queue)
+    least = (job.min_workers or job.workers) * job.gpus_per_worker
+    others = cohort is not None and (
+        cls.can_borrow or quota.within_nominal(job.queue, flavor, least)
+    )
     out: list[RunningJob] = []
-    for r in ctx.running:
-        if not r.preemptible_now or r.flavor != flavor or not r.cls.preemptible:
-            continue
-        if r.started_at is None or now - r.started_at < r.cls.min_runtime:
+    borrowing: dict[str, bool] = {}
+    for r in victim_pool(ctx, flavor):
+        if not r.workers:
             continue
         if r.queue == job.queue:
-            if r.cls.priority >= cls.priority:
-                continue
-        elif cohort is None or ctx.quota.cohort.get(r.queue) != cohort:
-            continue
-        out.append(r)
-    shares = {q: ctx.quota.share(q) for q in {r.queue for r in out}}
+            if r.cls.priority < cls.priority:
+                out.append(r)
+        elif others and quota.cohort.get(r.queue) == cohort:
+            b = borrowing.get(r.queue)
+            if b is None:
+                b = borrowing[r.queue] = quota.borrowing(r.queue, flavor)
+            if b:
+                out.append(r)
+    if not out:
+        return out
+    shares = {q: quota.share(q) for q in {r.queue for r in out}}
 
     def key(r: RunningJob) -> tuple[int, float, int, float, str]:
         own = 1 if r.queue == job.queue else 0
@@ -171,9 +201,10 @@ def candidates(ctx: CycleContext, job: PendingJob, flavor: str) -> list[RunningJ
     return out[:MAX_CANDIDATES]
 
 
-def plan_preemption(ctx: CycleContext, job: PendingJob, flavor: str) -> PreemptionPlan | None:
-    """The minimal set of victims that lets ``job`` start on ``flavor``, or None."""
-    cands = candidates(ctx, job, flavor)
+def plan_preemption(
+    ctx: CycleContext, job: PendingJob, flavor: str, cands: list[RunningJob]
+) -> PreemptionPlan | None:
+    """The minimal set of victims among ``cands`` that lets ``job`` start on ``flavor``."""
     if not cands:
         return None
     s = _Search(ctx, job, flavor)
@@ -227,6 +258,34 @@ def plan_preemption(ctx: CycleContext, job: PendingJob, flavor: str) -> Preempti
         s.victims.insert(pos, v)
     placement = s.fits()
     assert placement is not None
-    plan = PreemptionPlan(placement, list(s.victims), dict(s.free))
+    _give_back(s, placement)
+    victims = [v for v in s.victims if any(v.removed.values())]
+    plan = PreemptionPlan(placement, victims, dict(s.free))
     s.undo_all()
     return plan
+
+
+def _give_back(s: _Search, placement: Placement) -> None:
+    """Rule 6: a shrunk victim keeps every worker the preemptor does not need."""
+    quota = s.ctx.quota
+    after = dict(s.free)
+    for i, w in placement.workers.items():
+        after[i] = after.get(i, 0) - w * s.job.gpus_per_worker
+    quota.add(s.job.queue, s.flavor, s.need)
+    for v in s.victims:
+        if v.stops:
+            continue
+        g = v.job.g
+        for i in sorted(v.removed):
+            room = quota.headroom(v.job.queue, s.flavor) // g
+            back = min(v.removed[i], after.get(i, 0) // g, max(0, room))
+            if back <= 0:
+                continue
+            v.removed[i] -= back
+            after[i] -= back * g
+            if i in s.free:
+                s.free[i] -= back * g
+                s.free_total -= back * g
+            quota.add(v.job.queue, s.flavor, back * g)
+        v.removed = {i: w for i, w in v.removed.items() if w > 0}
+    quota.add(s.job.queue, s.flavor, -s.need)
