@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
-from typing import Any, TypeVar
+from typing import Any
 
 import urllib3
 from kubernetes import client as k8s
@@ -42,7 +42,6 @@ from queues.clusters.base import (
 
 logger = logging.getLogger(__name__)
 
-T = TypeVar("T")
 Manifest = dict[str, Any]
 
 MANAGED_SELECTOR = f"{manifests.MANAGED_BY_KEY}={manifests.MANAGED_BY}"
@@ -86,12 +85,15 @@ class KubernetesConnection:
     def build_api_client(self) -> k8s.ApiClient:
         configuration = k8s.Configuration()
         if self.kubeconfig_path:
-            k8s_config.load_kube_config(  # type: ignore[no-untyped-call]
-                config_file=self.kubeconfig_path,
-                context=self.context or None,
-                client_configuration=configuration,
-                persist_config=False,
-            )
+            try:
+                k8s_config.load_kube_config(  # type: ignore[no-untyped-call]
+                    config_file=self.kubeconfig_path,
+                    context=self.context or None,
+                    client_configuration=configuration,
+                    persist_config=False,
+                )
+            except (k8s_config.ConfigException, OSError, ValueError) as error:
+                raise InvalidSpec(f"kubeconfig_path: cannot load it: {error}") from None
         else:
             configuration.host = self.api_server.rstrip("/")
             configuration.api_key = {"authorization": self.token}
@@ -162,6 +164,8 @@ class KubernetesDriver:
 
     def scale(self, spec: LaunchSpec) -> None:
         manifests.validate_spec(spec)
+        if not spec.workers:
+            raise InvalidSpec("workers: scaling needs at least one worker; stop the job instead")
         namespace = manifests.team_namespace(spec.team)
         existing = {
             _worker_index(pod): pod

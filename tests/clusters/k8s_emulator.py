@@ -1,0 +1,219 @@
+"""kmock's Kubernetes API emulator over real HTTP, and strict schema validation, for tests.
+
+The emulator is asyncio-based and the official client is synchronous, so the emulator runs
+in its own event loop on a background thread; tests talk to it through `EmulatedCluster`,
+which hops onto that loop for every look or change so nothing races a request in flight.
+
+kmock facts these tests rely on (read from its source, kmock 0.8):
+
+- it serves create (POST), get, list, patch (a plain dict merge) and delete over the usual
+  Kubernetes URLs, stores objects exactly as received, and ignores label selectors;
+- it cannot parse the URLs of the core ``namespaces`` resource: ``/api/v1/namespaces`` fails
+  inside its request parser (a 500 before any reaction can answer) and
+  ``/api/v1/namespaces/<name>`` reads as "namespace <name>, no resource".
+  `_parse_namespace_paths` fixes that one case by wrapping kmock's path parser;
+- listing a resource it has never seen is a 404, so the fixture declares nodes, pods,
+  services and namespaces up front;
+- delete removes an object at once (no grace period runs, no deletionTimestamp) unless it has
+  finalizers;
+- a reaction added with ``kmock[criteria] << payload`` answers before the built-in handlers,
+  but creates, patches and deletes are applied to the stored objects *even when a reaction
+  answers them with an error*: an injected 500 on a create still stores the object, like a
+  real API server whose response was lost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import jsonschema  # type: ignore[import-untyped]
+import kmock
+import kmock._internal.parsing as kmock_parsing
+import kubernetes_validate  # type: ignore[import-untyped]
+import kubernetes_validate.utils  # type: ignore[import-untyped]
+from referencing import Registry, Resource
+
+T = TypeVar("T")
+
+TOKEN = "s3cr3t-bearer-token"
+REQUEST_TIMEOUT = 0.5  # seconds; the timeout test sleeps well past it
+
+NODES = kmock.resource("", "v1", "nodes")
+PODS = kmock.resource("", "v1", "pods")
+SERVICES = kmock.resource("", "v1", "services")
+NAMESPACES = kmock.resource("", "v1", "namespaces")
+
+
+def _parse_namespace_paths(path: str) -> kmock_parsing.ParsedPath:
+    """kmock's path parser, taught the cluster-scoped ``namespaces`` resource."""
+    parts = path.strip("/").split("/")
+    if parts[:3] == ["api", "v1", "namespaces"] and len(parts) in (3, 4):
+        name = parts[3] if len(parts) == 4 else None
+        return kmock_parsing.ParsedPath(group="", version="v1", plural="namespaces", name=name)
+    return _original_parse_path(path)
+
+
+_original_parse_path = kmock_parsing.parse_path
+kmock_parsing.parse_path = _parse_namespace_paths
+
+
+class EmulatedCluster:
+    """A `kmock.KubernetesEmulator` on 127.0.0.1, served from a background event loop."""
+
+    def __init__(self) -> None:
+        self._loop = asyncio.new_event_loop()
+        self._started = threading.Event()
+        self._stop: asyncio.Event | None = None
+        self._error: BaseException | None = None
+        self.url = ""
+        self.emulator: kmock.KubernetesEmulator
+        self._thread = threading.Thread(target=self._serve, name="kmock", daemon=True)
+        self._thread.start()
+        if not self._started.wait(timeout=10):
+            raise RuntimeError("the Kubernetes emulator did not start")
+        if self._error is not None:
+            raise self._error
+
+    def _serve(self) -> None:
+        asyncio.set_event_loop(self._loop)
+        try:
+            self._loop.run_until_complete(self._main())
+        except BaseException as error:  # surfaced to the test thread
+            self._error = error
+            self._started.set()
+        finally:
+            self._loop.close()
+
+    async def _main(self) -> None:
+        self._stop = asyncio.Event()
+        async with kmock.KubernetesEmulator() as emulator, kmock.Server(emulator) as server:
+            self.emulator = emulator
+            self.url = str(server.url).rstrip("/")
+            for resource in (NODES, PODS, SERVICES, NAMESPACES):
+                emulator.resources[resource] = kmock.ResourceInfo()
+            self._started.set()
+            await self._stop.wait()
+
+    def close(self) -> None:
+        if self._stop is not None and self._loop.is_running():
+            self._loop.call_soon_threadsafe(self._stop.set)
+        self._thread.join(timeout=10)
+
+    def call(self, fn: Callable[[], T]) -> T:
+        """Run `fn` on the emulator's loop and return its result."""
+
+        async def run() -> T:
+            return fn()
+
+        future: concurrent.futures.Future[T] = asyncio.run_coroutine_threadsafe(run(), self._loop)
+        return future.result(timeout=10)
+
+    # -- seeding and looking --------------------------------------------------------------
+
+    def add_node(
+        self,
+        name: str,
+        allocatable: dict[str, str],
+        labels: dict[str, str] | None = None,
+        *,
+        ready: bool = True,
+        unschedulable: bool = False,
+    ) -> None:
+        node: dict[str, Any] = {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {
+                "name": name,
+                "labels": {"kubernetes.io/hostname": name, **(labels or {})},
+            },
+            "spec": {"unschedulable": True} if unschedulable else {},
+            "status": {
+                "allocatable": {"cpu": "96", "memory": "1056Gi", "pods": "110", **allocatable},
+                "conditions": [
+                    {"type": "MemoryPressure", "status": "False"},
+                    {"type": "Ready", "status": "True" if ready else "Unknown"},
+                ],
+            },
+        }
+
+        def store() -> None:
+            self.emulator.objects[NODES, None, name] = node
+
+        self.call(store)
+
+    def stored(
+        self, resource: kmock.resource, namespace: str | None = None
+    ) -> list[dict[str, Any]]:
+        """The live (not deleted) objects of `resource`, optionally of one namespace."""
+
+        def collect() -> list[dict[str, Any]]:
+            return [
+                obj.raw
+                for (res, ns, _), obj in self.emulator.objects.items()
+                if res == resource and not obj.deleted and (namespace is None or ns == namespace)
+            ]
+
+        return self.call(collect)
+
+    def stored_pods(self, namespace: str | None = None) -> dict[str, dict[str, Any]]:
+        return {pod["metadata"]["name"]: pod for pod in self.stored(PODS, namespace)}
+
+    def set_pod_status(self, namespace: str, name: str, status: dict[str, Any]) -> None:
+        def patch() -> None:
+            self.emulator.objects[PODS, namespace, name].patch({"status": status})
+
+        self.call(patch)
+
+    def requests(self, method: str | None = None) -> list[kmock.Request]:
+        def collect() -> list[kmock.Request]:
+            return [r for r in self.emulator if method is None or r.method.value == method]
+
+        return self.call(collect)
+
+    def react(
+        self, action: kmock.action, resource: kmock.resource, *payload: Any, times: int = 0
+    ) -> None:
+        """Answer matching requests with `payload` (a status code, a callable, a body, ...).
+
+        With `times`, only the first `times` matching requests of the whole session get it
+        (kmock slices the request history), later ones reach the emulator as usual.
+        """
+
+        def register() -> None:
+            view = self.emulator[action][resource]
+            reaction = view[:times] if times else view
+            for item in payload:
+                reaction = reaction << item
+
+        self.call(register)
+
+
+# -- schema validation ----------------------------------------------------------------------
+
+SCHEMA_VERSION = kubernetes_validate.latest_version()
+
+
+def validate_manifest(manifest: dict[str, Any]) -> None:
+    """Validate strictly against the newest Kubernetes schema kubernetes-validate ships.
+
+    kubernetes-validate finds a schema by kind and apiVersion; DeleteOptions (sent with
+    apiVersion v1, as kubectl does) lives under the meta group's file, so it is checked against
+    that file with the same validator.
+    """
+    if manifest.get("kind") == "DeleteOptions":
+        schema_dir = f"kubernetes-json-schema/v{SCHEMA_VERSION}-local-strict"
+        schema = kubernetes_validate.utils.schema_contents(
+            f"{schema_dir}/deleteoptions-meta-v1.json", SCHEMA_VERSION
+        )
+        definitions = kubernetes_validate.utils.schema_contents(
+            f"{schema_dir}/_definitions.json", SCHEMA_VERSION
+        )
+        registry = Resource.from_contents(schema) @ Registry()
+        registry = Resource.from_contents(definitions) @ registry
+        jsonschema.Draft202012Validator(schema, registry=registry).validate(manifest)
+        return
+    kubernetes_validate.validate(manifest, SCHEMA_VERSION, strict=True)
