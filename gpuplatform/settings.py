@@ -162,6 +162,9 @@ CYCLE_INTERVAL = env_int("CYCLE_INTERVAL", 10, minimum=1)
 SCHEDULER_LEASE_SECONDS = env_int("SCHEDULER_LEASE_SECONDS", 120, minimum=5)
 """How long one cycle may hold the single-flight lease before another worker may take it over."""
 
+METRICS_TOKEN = env_str("METRICS_TOKEN")
+"""When set, /metrics requires the header ``Authorization: Bearer <METRICS_TOKEN>``."""
+
 SIMULATION_SPEED = env_float("SIMULATION_SPEED", 60.0, minimum=0.001)
 """Simulated clusters run jobs this many times faster than real time (60: an hour in a minute)."""
 
