@@ -135,3 +135,24 @@ def test_researcher_cannot_cancel_other_teams_job(world, submit):
     with pytest.raises(PermissionDenied):
         cancel_job(job, world.bob)
     assert Job.objects.get(pk=job.pk).state == Job.State.PENDING
+
+
+def test_platform_admin_fails_and_recovers_a_node_from_the_admin_site(world, client):
+    from django.contrib.auth.models import User
+
+    from gpuplatform.access import PLATFORM_ADMIN_GROUP
+    from queues.models import Node
+
+    admin = User.objects.create_user("pat", password="x-pat-pass-1", is_staff=True)
+    admin.groups.create(name=PLATFORM_ADMIN_GROUP)
+    client.force_login(admin)
+    node = world.nodes[0]
+
+    client.post(
+        "/admin/queues/node/", {"action": "fail_node", "_selected_action": [node.pk]}
+    )
+    assert not Node.objects.get(pk=node.pk).ready
+    client.post(
+        "/admin/queues/node/", {"action": "recover_node", "_selected_action": [node.pk]}
+    )
+    assert Node.objects.get(pk=node.pk).ready
