@@ -47,6 +47,7 @@ def run_cycle(
     started = time.perf_counter()
     try:
         run = CycleRun.objects.create(started_at=moment, worker=worker or holder)
+        report.cycle_run_id = run.pk
         effects = observe.sync_clusters(moment, report)
         with transaction.atomic():
             observe.finish_stops(moment, report)
