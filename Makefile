@@ -4,17 +4,18 @@
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 PY := $(VENV)/bin/python
-STAMP := $(VENV)/.gpuplatform-install-stamp
+STAMP := var/install.stamp
 
 .PHONY: install demo test lint clean
 
-$(PY):
+$(VENV)/pyvenv.cfg:
 	$(PYTHON) -m venv $(VENV)
 
-# Reinstall when pyproject.toml changes (or when the venv itself was recreated).
-$(STAMP): pyproject.toml | $(PY)
+# Install once per checkout; again when pyproject.toml changes or the venv is recreated.
+$(STAMP): pyproject.toml $(VENV)/pyvenv.cfg
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev]'
+	mkdir -p var
 	touch $(STAMP)
 
 install: $(STAMP)

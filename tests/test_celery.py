@@ -104,3 +104,22 @@ def test_real_worker_process_executes_a_task_sent_through_the_broker(tmp_path: P
             worker.kill()
             worker.wait()
     assert "scheduling cycle tick" in log_path.read_text()
+
+
+def test_filesystem_broker_keeps_every_folder_under_var_dir() -> None:
+    if not settings.CELERY_BROKER_URL.startswith("filesystem://"):
+        pytest.skip("REDIS_URL is set: the filesystem broker is not in use")
+    folders = {
+        key: Path(value)
+        for key, value in settings.CELERY_BROKER_TRANSPORT_OPTIONS.items()
+        if key.endswith("_folder") or key.startswith("data_folder")
+    }
+    assert set(folders) == {
+        "data_folder_in",
+        "data_folder_out",
+        "processed_folder",
+        "control_folder",
+    }
+    for folder in folders.values():
+        assert folder.is_relative_to(settings.VAR_DIR)
+        assert folder.is_dir()
