@@ -13,7 +13,7 @@ from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
 
-from gpuplatform.env import env_bool, env_database, env_int, env_list, env_str
+from gpuplatform.env import env_bool, env_database, env_float, env_int, env_list, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("VAR_DIR", str(BASE_DIR / "var")))
@@ -88,6 +88,14 @@ if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     # The test database is a file, not memory, so that a real Celery worker process started by
     # the end-to-end tests can open it too.
     DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test-gpuplatform.sqlite3")}
+    # Several processes (web, worker processes) write to one SQLite file: transactions take the
+    # write lock when they begin (waiting up to 20 s for it) instead of failing with "database is
+    # locked" when a read turns into a write; WAL lets readers go on while one process writes.
+    DATABASES["default"]["OPTIONS"] = {
+        "transaction_mode": "IMMEDIATE",
+        "timeout": 20,
+        "init_command": "PRAGMA journal_mode=WAL;",
+    }
     if DATABASES["default"]["NAME"] != ":memory:":
         Path(DATABASES["default"]["NAME"]).parent.mkdir(parents=True, exist_ok=True)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
@@ -151,6 +159,8 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
     }
     for _folder in ("messages", "processed", "control"):
         (CELERY_FILESYSTEM_DIR / _folder).mkdir(parents=True, exist_ok=True)
+CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_QUEUE", "celery")
+"""The queue tasks go to and workers read: give deployments that share one Redis their own."""
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
@@ -161,6 +171,24 @@ CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 
 CYCLE_INTERVAL = env_int("CYCLE_INTERVAL", 10, minimum=1)
 """Seconds between two periodic scheduling cycles (Celery beat)."""
+
+SCHEDULER_LEASE_SECONDS = env_int("SCHEDULER_LEASE_SECONDS", 120, minimum=5)
+"""How long one cycle may hold the single-flight lease before another worker may take it over."""
+
+DEFAULT_JOB_RUNTIME = env_int("DEFAULT_JOB_RUNTIME", 3600, minimum=1)
+"""Seconds backfill assumes for a job with no estimate whose class has no maximum runtime."""
+
+FAIRSHARE_HALF_LIFE = env_int("FAIRSHARE_HALF_LIFE", 7 * 24 * 3600, minimum=60)
+"""Seconds after which a queue's fair-share usage history counts half (docs/SCHEDULING.md 5)."""
+
+METRICS_TOKEN = env_str("METRICS_TOKEN")
+"""When set, /metrics requires the header ``Authorization: Bearer <METRICS_TOKEN>``."""
+
+SIMULATION_SPEED = env_float("SIMULATION_SPEED", 60.0, minimum=0.001)
+"""Simulated clusters run jobs this many times faster than real time (60: an hour in a minute)."""
+
+SIMULATION_FAILURE_RATE = env_float("SIMULATION_FAILURE_RATE", 0.02, minimum=0.0, maximum=1.0)
+"""Fraction of simulated job runs that fail (deterministic per job id and attempt)."""
 
 CELERY_BEAT_SCHEDULE = {
     "scheduling-cycle": {
