@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any
 
-from django.db.models import Model
+from django.db.models import DecimalField, Model
 
 SECRET = "(secret)"
 
@@ -26,5 +27,7 @@ def audited_values(
             values[name] = str(related) if related is not None else None
         else:
             value = getattr(instance, name)
+            if isinstance(field, DecimalField) and value is not None:  # 1.0 and 1.000 agree
+                value = Decimal(value).quantize(Decimal(1).scaleb(-field.decimal_places))
             values[name] = (SECRET if value else "") if name in secrets else value
     return values
