@@ -207,10 +207,11 @@ def _quotas(
 
 def _victim(live: LiveSnapshot, name: str, reason: str, shrink_to: int | None) -> Victim:
     job = live.jobs[name]
+    queue = next((a.queue for a in live.snapshot.admitted if a.name == name), "")
     return Victim(
         job_id=job.pk,
         name=job.name,
-        queue=queue_key(job.queue),
+        queue=queue,
         reason=reason,
         shrink_to=shrink_to,
     )
