@@ -257,3 +257,11 @@ def test_lowering_a_quota_of_a_queue_without_cohort_says_nothing_stops(
     assert "Nothing is stopped" in impact.message
     assert "until its usage drops under 2" in impact.message
     assert quota_impact(queue_a, {flavor_id: 8}, now=later(2)) == []
+
+
+def test_cluster_page_lists_its_nodes_and_capacity(
+    client: Client, platform_admin: User, sim_cluster: Cluster
+) -> None:
+    client.force_login(platform_admin)
+    html = client.get(reverse("manage-object-edit", args=["clusters", sim_cluster.pk])).content
+    assert "sim/n1: 8 h100" in html.decode() and "sim/n2: 8 h100" in html.decode()
