@@ -265,3 +265,17 @@ def test_cluster_page_lists_its_nodes_and_capacity(
     client.force_login(platform_admin)
     html = client.get(reverse("manage-object-edit", args=["clusters", sim_cluster.pk])).content
     assert "sim/n1: 8 h100" in html.decode() and "sim/n2: 8 h100" in html.decode()
+
+
+def test_queue_status_page_shows_quota_history_to_the_team(
+    client: Client, platform_admin: User, researcher_a: User, queue_a: Queue
+) -> None:
+    quota = queue_a.quotas.get()
+    client.force_login(platform_admin)
+    client.post(
+        reverse("manage-queue-edit", args=[queue_a.pk]),
+        queue_post(queue_a, [quota_row(quota, nominal=6, borrowing_limit=2)]),
+    )
+    client.force_login(researcher_a)
+    html = client.get(reverse("queue-detail", args=[queue_a.pk])).content.decode()
+    assert "team-a/main quota h100" in html and "8 → 6" in html and "— → 2" in html
