@@ -53,7 +53,7 @@ def duration(seconds: float | int | None) -> str:
 @register.simple_tag(takes_context=True)
 def sort_link(context: template.Context, column: str, label: str) -> SafeString:
     """A column header link that sorts by ``column`` (toggling the direction), keeping the
-    other query parameters; marks the sorted column with aria-sort."""
+    other query parameters; an arrow marks the sorted column (and ``aria_sort`` its th)."""
     from django.utils.html import format_html
 
     request = context["request"]
@@ -69,3 +69,14 @@ def sort_link(context: template.Context, column: str, label: str) -> SafeString:
     elif descending:
         arrow = " ▼"
     return format_html('<a href="?{}">{}{}</a>', params.urlencode(), label, arrow)
+
+
+@register.simple_tag(takes_context=True)
+def aria_sort(context: template.Context, column: str) -> SafeString:
+    """``aria-sort`` for the th of ``column`` when the list is sorted by it."""
+    current = context["request"].GET.get("sort", "")
+    if current == column:
+        return SafeString(' aria-sort="ascending"')
+    if current == f"-{column}":
+        return SafeString(' aria-sort="descending"')
+    return SafeString("")

@@ -249,3 +249,12 @@ def test_finance_and_outsiders_cannot_open_researcher_pages(
     for user in (finance_user, outsider):
         client.force_login(user)
         assert client.get(reverse(url_name)).status_code == 403
+
+
+def test_sorted_column_header_says_its_direction(
+    client: Client, researcher_a: User, make_job: Callable[..., Job], queue_a: Queue
+) -> None:
+    make_job(queue=queue_a, owner=researcher_a)
+    client.force_login(researcher_a)
+    html = client.get(reverse("jobs"), {"sort": "-name"}).content.decode()
+    assert '<th scope="col" aria-sort="descending"><a href="?sort=name">Job ▼</a>' in html
