@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from django import template
@@ -33,6 +34,16 @@ def widget(field: BoundField) -> SafeString:
 def form_field(field: BoundField) -> SafeString:
     """Label, input, help text and errors of one field (templates/ui/field.html)."""
     return SafeString(render_to_string("ui/field.html", {"field": field}))
+
+
+POSITION_PREFIX = re.compile(r"^#\d+ in queue \S+\. ")
+
+
+@register.filter
+def without_position(message: str) -> str:
+    """The why-pending sentence without its leading "#3 in queue team/q. " (for tables that
+    show the position in a column of their own)."""
+    return POSITION_PREFIX.sub("", message or "", count=1)
 
 
 @register.filter
