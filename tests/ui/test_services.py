@@ -1,0 +1,209 @@
+"""estimate_submission and queue_status: the engine's answer on a copy of the live state."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from django.core.exceptions import PermissionDenied, ValidationError
+
+from queues.models import Cluster, Flavor, Job, JobEvent, Queue, Quota, ServiceClass
+from queues.services.estimate import estimate_submission
+from queues.services.queue_status import queue_status, queues_status
+from tests.ui.conftest import later
+
+pytestmark = pytest.mark.django_db
+
+
+def _estimate(queue: Queue, cls: ServiceClass, flavor: Flavor, user: Any, **kw: Any) -> Any:
+    kw.setdefault("workers", 1)
+    kw.setdefault("gpus_per_worker", 8)
+    return estimate_submission(user, queue, cls, [flavor], now=kw.pop("now", later(60)), **kw)
+
+
+def test_estimate_on_an_idle_cluster_says_start_now_within_quota(
+    sim_cluster: Cluster, queue_a: Queue, service_class_std: ServiceClass,
+    flavor_h100: Flavor, researcher_a: Any,
+) -> None:  # fmt: skip
+    estimate = _estimate(queue_a, service_class_std, flavor_h100, researcher_a)
+    assert estimate.outcome == "start"
+    assert estimate.flavor == "h100" and estimate.cluster == "sim"
+    quota = estimate.quotas[0]
+    assert (quota.nominal, quota.used, quota.need, quota.within_nominal) == (8, 0, 8, True)
+
+
+def test_estimate_above_nominal_says_borrow(
+    sim_cluster: Cluster, queue_a: Queue, queue_b: Queue, service_class_std: ServiceClass,
+    flavor_h100: Flavor, researcher_a: Any, submit: Callable[..., Job],
+    cycle: Callable[..., Any],
+) -> None:  # fmt: skip
+    submit(gpus=8)
+    cycle(later(1))
+    estimate = _estimate(queue_a, service_class_std, flavor_h100, researcher_a)
+    assert estimate.outcome == "borrow"
+    assert estimate.quotas[0].used == 8 and not estimate.quotas[0].within_nominal
+
+
+def test_estimate_within_nominal_reclaims_from_the_borrowing_queue_and_names_the_victim(
+    sim_cluster: Cluster, queue_a: Queue, queue_b: Queue, service_class_std: ServiceClass,
+    flavor_h100: Flavor, researcher_b: Any, submit: Callable[..., Job],
+    cycle: Callable[..., Any],
+) -> None:  # fmt: skip
+    first = submit(gpus=8, name="first")
+    borrower = submit(gpus=8, name="borrower", at=later(1))
+    cycle(later(2))
+    cycle(later(3))  # the simulated cluster reports them running
+    assert Job.objects.filter(state=Job.State.RUNNING).count() == 2
+    estimate = _estimate(queue_b, service_class_std, flavor_h100, researcher_b, now=later(120))
+    assert estimate.outcome == "preempt", estimate.message
+    assert len(estimate.victims) == 1  # a minimal set: one 8-GPU job of the borrowing queue
+    victim = estimate.victims[0]
+    assert victim.job_id in (first.pk, borrower.pk)
+    assert (victim.queue, victim.reason) == ("team-a/main", "reclaim")
+    assert victim.name in estimate.summary
+
+
+def test_estimate_that_cannot_fit_waits_with_the_engines_reason(
+    sim_cluster: Cluster, queue_a: Queue, service_class_std: ServiceClass,
+    flavor_h100: Flavor, researcher_a: Any, submit: Callable[..., Job],
+    cycle: Callable[..., Any],
+) -> None:  # fmt: skip
+    Quota.objects.filter(queue=queue_a).update(nominal=4)
+    queue_a.cohort = None
+    queue_a.save()
+    submit(gpus=4)
+    cycle(later(1))
+    estimate = _estimate(queue_a, service_class_std, flavor_h100, researcher_a, gpus_per_worker=2)
+    assert estimate.outcome == "wait"
+    assert estimate.reason == "quota-nominal"
+    assert "uses 4 of 4 h100" in estimate.message
+    assert "no cohort" in estimate.message
+
+
+def test_estimate_writes_nothing(
+    sim_cluster: Cluster, queue_a: Queue, service_class_std: ServiceClass,
+    flavor_h100: Flavor, researcher_a: Any, submit: Callable[..., Job],
+) -> None:  # fmt: skip
+    submit(gpus=8)
+    before = (Job.objects.count(), JobEvent.objects.count(), list(Job.objects.values("state")))
+    _estimate(queue_a, service_class_std, flavor_h100, researcher_a)
+    after = (Job.objects.count(), JobEvent.objects.count(), list(Job.objects.values("state")))
+    assert before == after
+
+
+def test_estimate_names_the_bad_field(
+    queue_a: Queue, service_class_std: ServiceClass, flavor_h100: Flavor, researcher_a: Any
+) -> None:
+    with pytest.raises(ValidationError) as error:
+        estimate_submission(researcher_a, queue_a, service_class_std, [], 0, 1)
+    assert set(error.value.message_dict) == {"workers", "flavors"}
+
+
+def test_queue_status_shows_usage_borrowed_and_lent_per_flavor(
+    sim_cluster: Cluster, queue_a: Queue, queue_b: Queue, submit: Callable[..., Job],
+    cycle: Callable[..., Any],
+) -> None:  # fmt: skip
+    submit(gpus=8, name="one")
+    submit(gpus=4, name="two", at=later(1))
+    cycle(later(2))
+    status_a, status_b = queues_status([queue_a, queue_b], now=later(3))
+    assert (status_a.flavors[0].used, status_a.flavors[0].borrowed) == (12, 4)
+    assert (status_b.flavors[0].used, status_b.flavors[0].lent) == (0, 4)
+    assert status_a.usage_gpu_equivalent == 12
+    assert status_a.fair_share_score > status_b.fair_share_score
+
+
+def test_queue_status_lists_pending_jobs_in_rank_order_with_why_text(
+    sim_cluster: Cluster, queue_a: Queue, submit: Callable[..., Job], spot: ServiceClass,
+    cycle: Callable[..., Any],
+) -> None:  # fmt: skip
+    submit(gpus=8, workers=2, name="big")
+    cycle(later(1))
+    low = submit(gpus=8, name="low", at=later(2), service_class=spot)
+    high = submit(gpus=8, name="high", at=later(3))
+    cycle(later(4))
+    status = queue_status(queue_a, now=later(5))
+    assert status.pending_count == 2
+    assert [(p.position, p.job_id) for p in status.pending] == [(1, high.pk), (2, low.pk)]
+    assert status.pending[0].message.startswith("#1 in queue team-a/main")
+
+
+def test_estimate_refuses_a_queue_the_user_may_not_submit_to(
+    queue_b: Queue, service_class_std: ServiceClass, flavor_h100: Flavor, researcher_a: Any
+) -> None:
+    with pytest.raises(PermissionDenied):
+        _estimate(queue_b, service_class_std, flavor_h100, researcher_a)
+
+
+def test_estimate_refuses_a_class_the_queue_does_not_accept(
+    queue_a: Queue, service_class_std: ServiceClass, spot: ServiceClass, flavor_h100: Flavor,
+    researcher_a: Any,
+) -> None:  # fmt: skip
+    queue_a.allowed_service_classes.add(spot)
+    with pytest.raises(ValidationError) as error:
+        _estimate(queue_a, service_class_std, flavor_h100, researcher_a)
+    assert "does not accept class standard" in error.value.message_dict["service_class"][0]
+
+
+def test_estimate_agrees_with_the_engines_estimate_helper(
+    sim_cluster: Cluster, queue_a: Queue, queue_b: Queue, service_class_std: ServiceClass,
+    flavor_h100: Flavor, researcher_a: Any, researcher_b: Any, submit: Callable[..., Job],
+    cycle: Callable[..., Any],
+) -> None:  # fmt: skip
+    """The service adds names, quotas and wall-clock times; the decision is the engine's."""
+    from queues.scheduling import model as engine
+    from queues.scheduling.estimate import estimate
+    from queues.services.snapshot import build_snapshot
+
+    submit(gpus=8, name="first")
+    submit(gpus=8, name="second", at=later(1))
+    cycle(later(2))
+    cycle(later(3))
+    moment = later(120)
+    outcomes = []
+    cases = [
+        (queue_b, researcher_b, 1, 8),
+        (queue_a, researcher_a, 1, 8),
+        (queue_a, researcher_a, 2, 8),
+    ]
+    for queue, user, workers, gpus in cases:
+        ours = _estimate(
+            queue, service_class_std, flavor_h100, user,
+            workers=workers, gpus_per_worker=gpus, now=moment,
+        )  # fmt: skip
+        candidate = engine.PendingJob(
+            name="candidate", queue=f"{queue.team.name}/{queue.name}", service_class="standard",
+            submitted_at=moment.timestamp(), workers=workers, gpus_per_worker=gpus,
+            flavors=("h100",),
+        )  # fmt: skip
+        theirs = estimate(build_snapshot(moment).snapshot, candidate)
+        assert ours.outcome == theirs.outcome
+        assert sorted(str(v.job_id) for v in ours.victims) == sorted(theirs.victims)
+        assert ours.reason == theirs.reason
+        if theirs.estimated_start is not None:
+            assert ours.estimated_start is not None
+            assert ours.estimated_start.timestamp() == theirs.estimated_start
+        outcomes.append(ours.outcome)
+    assert outcomes == ["preempt", "wait", "wait"]
+
+
+def test_estimate_falls_back_to_the_next_flavor_when_the_first_is_full(
+    sim_cluster: Cluster, queue_a: Queue, queue_b: Queue, service_class_std: ServiceClass,
+    flavor_h100: Flavor, researcher_a: Any, submit: Callable[..., Job],
+    cycle: Callable[..., Any],
+) -> None:  # fmt: skip
+    from queues.models import Node
+
+    mig = Flavor.objects.create(
+        name="h100-1g.10gb", resource="nvidia.com/mig-1g.10gb", gpu_equivalent=1 / 7
+    )
+    Quota.objects.create(queue=queue_a, flavor=mig, nominal=7)
+    Node.objects.create(cluster=sim_cluster, name="mig", capacity={"h100-1g.10gb": 7})
+    submit(gpus=8, workers=2, name="fills-h100", team="b")
+    cycle(later(1))
+    estimate = estimate_submission(
+        researcher_a, queue_a, service_class_std, [flavor_h100, mig], 1, 4, now=later(2)
+    )
+    assert (estimate.outcome, estimate.flavor) == ("start", "h100-1g.10gb")
+    assert [q.flavor for q in estimate.quotas] == ["h100", "h100-1g.10gb"]
