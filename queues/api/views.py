@@ -1,0 +1,233 @@
+"""Viewsets of ``/api/v1/``. Who sees what is decided by the querysets (gpuplatform/access.py
+scopes: other teams' objects simply are not there, hence 404) and who may change what by the
+permission classes in gpuplatform/rest.py (403)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import Prefetch, QuerySet
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
+from rest_framework import mixins, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.serializers import BaseSerializer
+
+from gpuplatform import access
+from gpuplatform.rest import (
+    JobPermission,
+    JobSubmitThrottle,
+    MembershipPermission,
+    ReadAnyWritePlatformAdmin,
+)
+from queues import services
+from queues.api import filtersets
+from queues.api.job_serializers import JobEventSerializer, JobSerializer, JobSubmitSerializer
+from queues.api.serializers import (
+    ClusterSerializer,
+    CohortSerializer,
+    FlavorSerializer,
+    MembershipSerializer,
+    NodeSerializer,
+    QueueSerializer,
+    ServiceClassSerializer,
+    TeamSerializer,
+)
+from queues.models import (
+    Cluster,
+    Cohort,
+    Flavor,
+    IllegalTransition,
+    Job,
+    JobEvent,
+    JobFlavor,
+    Membership,
+    Node,
+    Queue,
+    Quota,
+    ServiceClass,
+    Team,
+)
+
+
+def _schema_generation(view: Any) -> bool:
+    return bool(getattr(view, "swagger_fake_view", False))
+
+
+class TeamViewSet(viewsets.ModelViewSet[Team]):
+    """Teams: members see their own, platform admins and finance all; platform admins write."""
+
+    serializer_class = TeamSerializer
+    permission_classes = [ReadAnyWritePlatformAdmin]
+    filterset_fields = ["name"]
+    ordering_fields = ["name", "created_at"]
+
+    def get_queryset(self) -> QuerySet[Team]:
+        return Team.objects.visible_to(self.request.user).order_by("name")
+
+
+class MembershipViewSet(viewsets.ModelViewSet[Membership]):
+    """Who belongs to which team; team admins manage their team's, platform admins all."""
+
+    serializer_class = MembershipSerializer
+    permission_classes = [MembershipPermission]
+    filterset_class = filtersets.MembershipFilterSet
+    ordering_fields = ["id", "role"]
+
+    def get_queryset(self) -> QuerySet[Membership]:
+        return (
+            access.visible_memberships(self.request.user)
+            .select_related("user", "team")
+            .order_by("team__name", "user__username")
+        )
+
+    def perform_create(self, serializer: BaseSerializer[Membership]) -> None:
+        if not access.can_manage_membership(self.request.user, serializer.validated_data["team"]):
+            self.permission_denied(self.request, message=MembershipPermission.message)
+        serializer.save()
+
+
+class CohortViewSet(viewsets.ModelViewSet[Cohort]):
+    """Cohorts: queues of one cohort lend each other unused quota."""
+
+    queryset = Cohort.objects.order_by("name")
+    serializer_class = CohortSerializer
+    permission_classes = [ReadAnyWritePlatformAdmin]
+    filterset_fields = ["name"]
+    ordering_fields = ["name"]
+
+
+class QueueViewSet(viewsets.ModelViewSet[Queue]):
+    """Queues with their per-flavor quotas (nested); platform admins write."""
+
+    serializer_class = QueueSerializer
+    permission_classes = [ReadAnyWritePlatformAdmin]
+    filterset_class = filtersets.QueueFilterSet
+    ordering_fields = ["name", "weight", "id"]
+
+    def get_queryset(self) -> QuerySet[Queue]:
+        return (
+            Queue.objects.visible_to(self.request.user)
+            .select_related("team", "cohort")
+            .prefetch_related(
+                "allowed_service_classes",
+                Prefetch("quotas", queryset=Quota.objects.select_related("flavor")),
+            )
+            .order_by("team__name", "name")
+        )
+
+
+class FlavorViewSet(viewsets.ModelViewSet[Flavor]):
+    """Flavors: whole GPUs of one model or one MIG profile."""
+
+    queryset = Flavor.objects.order_by("name")
+    serializer_class = FlavorSerializer
+    permission_classes = [ReadAnyWritePlatformAdmin]
+    filterset_fields = ["name", "resource", "gpu_model"]
+    ordering_fields = ["name", "gpu_equivalent"]
+
+
+class ServiceClassViewSet(viewsets.ModelViewSet[ServiceClass]):
+    """Service classes: priority, preemption protection, borrowing, grace period."""
+
+    queryset = ServiceClass.objects.order_by("-priority", "name")
+    serializer_class = ServiceClassSerializer
+    permission_classes = [ReadAnyWritePlatformAdmin]
+    filterset_fields = ["name", "preemptible", "can_borrow"]
+    ordering_fields = ["name", "priority"]
+
+
+class ClusterViewSet(viewsets.ModelViewSet[Cluster]):
+    """Clusters. Token, CA certificate and kubeconfig path are write-only."""
+
+    queryset = Cluster.objects.order_by("name")
+    serializer_class = ClusterSerializer
+    permission_classes = [ReadAnyWritePlatformAdmin]
+    filterset_fields = ["name", "driver", "status"]
+    ordering_fields = ["name", "last_sync_at"]
+
+
+class NodeViewSet(viewsets.ReadOnlyModelViewSet[Node]):
+    """Nodes as last read from their clusters (read-only: clusters report them)."""
+
+    queryset = Node.objects.select_related("cluster").order_by("cluster__name", "name")
+    serializer_class = NodeSerializer
+    filterset_class = filtersets.NodeFilterSet
+    ordering_fields = ["name", "id"]
+
+
+@extend_schema_view(
+    create=extend_schema(
+        request=JobSubmitSerializer,
+        responses={201: JobSerializer},
+        description="Submit a job to a queue of your team (rate limited per user).",
+    ),
+)
+class JobViewSet(
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    mixins.CreateModelMixin,
+    viewsets.GenericViewSet[Job],
+):
+    """Jobs of your teams (every job for platform admins). Submit, list, cancel."""
+
+    serializer_class = JobSerializer
+    permission_classes = [JobPermission]
+    filterset_class = filtersets.JobFilterSet
+    ordering_fields = ["submitted_at", "id", "state", "name"]
+    ordering = ["-submitted_at", "-id"]
+
+    def get_queryset(self) -> QuerySet[Job]:
+        return (
+            Job.objects.visible_to(self.request.user)
+            .select_related("queue__team", "owner", "service_class", "cluster", "runtime")
+            .prefetch_related(
+                Prefetch("flavor_links", queryset=JobFlavor.objects.select_related("flavor"))
+            )
+        )
+
+    def get_serializer_class(self) -> type[BaseSerializer[Any]]:
+        if self.action in ("create", "estimate"):
+            return JobSubmitSerializer
+        if self.action == "events":
+            return JobEventSerializer
+        return JobSerializer
+
+    def get_throttles(self) -> list[Any]:
+        if self.action == "create":
+            self.throttle_scope = "job-submit"
+            return [JobSubmitThrottle()]
+        return []
+
+    def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        serializer = JobSubmitSerializer(data=request.data, context=self.get_serializer_context())
+        serializer.is_valid(raise_exception=True)
+        job = services.submit_job(owner=request.user, **serializer.validated_data)
+        job = self.get_queryset().get(pk=job.pk)
+        return Response(JobSerializer(job).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(
+        request=None,
+        responses={
+            200: JobSerializer,
+            409: OpenApiResponse(description="The job has already ended."),
+        },
+    )
+    @action(detail=True, methods=["post"])
+    def cancel(self, request: Request, pk: str | None = None) -> Response:
+        """Cancel the job: a pending job at once, a running one with its class grace period."""
+        job = self.get_object()
+        try:
+            services.cancel_job(job, request.user)
+        except IllegalTransition as error:
+            return Response({"detail": str(error)}, status=status.HTTP_409_CONFLICT)
+        return Response(JobSerializer(self.get_queryset().get(pk=job.pk)).data)
+
+    @extend_schema(responses={200: JobEventSerializer(many=True)})
+    @action(detail=True, methods=["get"], filter_backends=[], pagination_class=None)
+    def events(self, request: Request, pk: str | None = None) -> Response:
+        """The job's history, oldest first (submitted, admitted, preempted, ...)."""
+        job = self.get_object()
+        events = JobEvent.objects.filter(job=job).order_by("at", "pk")
+        return Response(JobEventSerializer(events, many=True).data)
