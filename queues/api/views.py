@@ -7,9 +7,15 @@ from __future__ import annotations
 from typing import Any
 
 from django.db.models import Prefetch, QuerySet
-from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_view,
+)
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
+from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.serializers import BaseSerializer
@@ -34,6 +40,7 @@ from queues.api.serializers import (
     ServiceClassSerializer,
     TeamSerializer,
 )
+from queues.api.status_serializers import EstimateSerializer, QueueStatusSerializer
 from queues.models import (
     Cluster,
     Cohort,
@@ -49,6 +56,8 @@ from queues.models import (
     ServiceClass,
     Team,
 )
+from queues.services.estimate import estimate_submission
+from queues.services.queue_status import DEFAULT_PENDING_LIMIT, queue_status
 
 
 def _schema_generation(view: Any) -> bool:
@@ -116,6 +125,24 @@ class QueueViewSet(viewsets.ModelViewSet[Queue]):
             )
             .order_by("team__name", "name")
         )
+
+    @extend_schema(
+        responses={200: QueueStatusSerializer},
+        parameters=[
+            OpenApiParameter(
+                "pending_limit", int, description="Pending jobs listed (0 to 1000, default 100)."
+            )
+        ],
+    )
+    @action(detail=True, methods=["get"], filter_backends=[], pagination_class=None)
+    def status(self, request: Request, pk: str | None = None) -> Response:
+        """Per flavor: nominal, used, borrowed, lent; fair-share score; pending jobs in order."""
+        queue = self.get_object()
+        limit = request.query_params.get("pending_limit", str(DEFAULT_PENDING_LIMIT))
+        if not limit.isdigit() or int(limit) > 1000:
+            raise ValidationError({"pending_limit": "A whole number from 0 to 1000."})
+        report = queue_status(queue, pending_limit=int(limit))
+        return Response(QueueStatusSerializer(report).data)
 
 
 class FlavorViewSet(viewsets.ModelViewSet[Flavor]):
@@ -195,7 +222,7 @@ class JobViewSet(
         return JobSerializer
 
     def get_throttles(self) -> list[Any]:
-        if self.action == "create":
+        if self.action in ("create", "estimate"):
             self.throttle_scope = "job-submit"
             return [JobSubmitThrottle()]
         return []
@@ -206,6 +233,36 @@ class JobViewSet(
         job = services.submit_job(owner=request.user, **serializer.validated_data)
         job = self.get_queryset().get(pk=job.pk)
         return Response(JobSerializer(job).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(
+        request=JobSubmitSerializer,
+        responses={200: EstimateSerializer},
+        description=(
+            "What would happen to this job if it were submitted now: start, borrow, preempt "
+            "(with the jobs it would stop) or wait (with the reason and an estimated start). "
+            "Same body as job submission; creates nothing."
+        ),
+    )
+    @action(detail=False, methods=["post"])
+    def estimate(self, request: Request) -> Response:
+        serializer = JobSubmitSerializer(data=request.data, context=self.get_serializer_context())
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        topology = (
+            (data["topology_level"], data["topology_mode"]) if data["topology_level"] else None
+        )
+        result = estimate_submission(
+            user=request.user,
+            queue=data["queue"],
+            service_class=data["service_class"],
+            flavors=data["flavors"],
+            workers=data["workers"],
+            gpus_per_worker=data["gpus_per_worker"],
+            min_workers=data["min_workers"],
+            topology=topology,
+            estimated_runtime=data["estimated_runtime"],
+        )
+        return Response(EstimateSerializer(result).data)
 
     @extend_schema(
         request=None,
