@@ -45,24 +45,21 @@ class ModelCleanMixin:
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         attrs = super().validate(attrs)  # type: ignore[misc]
         model = self.Meta.model  # type: ignore[attr-defined]
+        fields = model._meta.concrete_fields
         current = getattr(self, "instance", None)
-        instance = (
-            model(**{f.attname: getattr(current, f.attname) for f in model._meta.concrete_fields})
-            if current
-            else model()
-        )
-        concrete = {f.name for f in model._meta.concrete_fields}
-        for key, value in attrs.items():
-            if key in concrete:
-                setattr(instance, key, value)
-        before = {name: getattr(instance, name) for name in concrete}
+        instance = model(**{f.attname: getattr(current, f.attname) for f in fields if current})
+        for field in fields:
+            if field.name in attrs:
+                setattr(instance, field.name, attrs[field.name])
+        plain = [f for f in fields if not f.is_relation]
+        before = {f.name: getattr(instance, f.name) for f in plain}
         try:
             instance.clean()
         except DjangoValidationError as error:
             raise serializers.ValidationError(django_error_detail(error)) from None
-        for name in concrete:  # clean() may complete a field (a flavor's MIG profile)
-            if getattr(instance, name) != before[name]:
-                attrs[name] = getattr(instance, name)
+        for field in plain:  # clean() may complete a field (a flavor's MIG profile)
+            if getattr(instance, field.name) != before[field.name]:
+                attrs[field.name] = getattr(instance, field.name)
         return attrs
 
 
