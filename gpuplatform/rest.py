@@ -111,11 +111,20 @@ def reject_nul(value: Any, path: str = "") -> None:
             reject_nul(item, f"{path}[{index}]")
 
 
+class StrictCharField(fields.CharField):
+    """Text only: a number is a wrong type here, not text (DRF's CharField would convert it)."""
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return str(super().to_internal_value(data))
+
+
 class StringMapField(fields.DictField):
     """A JSON object of text keys and text values (labels, node selectors), without NULs."""
 
     def __init__(self, **kwargs: Any) -> None:
-        super().__init__(child=fields.CharField(allow_blank=True, max_length=253), **kwargs)
+        super().__init__(child=StrictCharField(allow_blank=True, max_length=253), **kwargs)
 
     def to_internal_value(self, data: Any) -> dict[str, str]:
         value: dict[str, str] = super().to_internal_value(data)

@@ -14,7 +14,7 @@ from typing import Any
 from rest_framework import serializers
 
 from gpuplatform import access
-from gpuplatform.rest import MAX_INT, bounded_int, reject_nul
+from gpuplatform.rest import MAX_INT, StrictCharField, bounded_int, reject_nul
 from queues.models import Flavor, Job, JobEvent, Node, Queue, ServiceClass
 
 MAX_WORKERS = 100_000
@@ -139,7 +139,7 @@ class JobSubmitSerializer(serializers.Serializer[Job]):
     name = serializers.CharField(max_length=63, help_text="DNS label, e.g. train-llama.")
     image = serializers.CharField(max_length=500)
     command = serializers.ListField(
-        child=serializers.CharField(max_length=4096, allow_blank=True, trim_whitespace=False),
+        child=StrictCharField(max_length=4096, allow_blank=True, trim_whitespace=False),
         max_length=256,
         required=False,
         default=list,

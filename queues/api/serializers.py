@@ -8,6 +8,7 @@ runs on the would-be object, so the API and the admin share one set of rules.
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any
 
 from django.contrib.auth import get_user_model
@@ -224,6 +225,9 @@ class ServiceClassSerializer(ModelCleanMixin, serializers.ModelSerializer[Servic
     grace_period = bounded_int(required=False, help_text="Seconds between stop request and kill.")
     max_runtime = bounded_int(
         min_value=1, allow_null=True, required=False, help_text="Seconds; null: no limit."
+    )
+    price_multiplier = serializers.DecimalField(
+        max_digits=8, decimal_places=3, min_value=Decimal(0), required=False
     )
 
     class Meta:

@@ -84,7 +84,7 @@ def test_unknown_or_malformed_tokens_get_401(researcher_a: User, header: str) ->
 
 
 def test_a_right_prefix_with_a_wrong_secret_gets_401(researcher_a: User) -> None:
-    token, secret = ApiToken.issue(user=researcher_a, name="ci")
+    token, _ = ApiToken.issue(user=researcher_a, name="ci")
     assert bearer(f"gpp_{token.prefix}_not-the-secret").get("/api/v1/teams/").status_code == 401
 
 
