@@ -35,6 +35,9 @@ class JobSerializer(serializers.ModelSerializer[Job]):
     placement = serializers.DictField(
         child=serializers.IntegerField(), read_only=True, help_text="Node name -> worker count."
     )
+    topology_mode = serializers.CharField(
+        read_only=True, help_text="required, preferred, or empty when topology_level is empty."
+    )
     pending_reason = serializers.SerializerMethodField()
     pending_message = serializers.SerializerMethodField()
     estimated_start = serializers.SerializerMethodField()
