@@ -115,9 +115,7 @@ def test_use_is_recorded_at_most_once_a_minute_and_logged(
     assert token.last_used_at is not None and token.last_used_at > first - timedelta(minutes=2)
 
 
-def test_users_see_and_revoke_only_their_own_tokens(
-    researcher_a: User, researcher_b: User
-) -> None:
+def test_users_see_and_revoke_only_their_own_tokens(researcher_a: User, researcher_b: User) -> None:
     theirs, _ = ApiToken.issue(user=researcher_b, name="theirs")
     client = signed_in(researcher_a)
     assert client.get("/api/v1/tokens/").json()["count"] == 0
