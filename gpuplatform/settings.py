@@ -50,6 +50,7 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "queues",
     "accounting",
+    "audit",
     "tokens",
 ]
 
@@ -171,8 +172,9 @@ API_TOKEN_TOUCH_SECONDS = 60
 # --- Celery -----------------------------------------------------------------------------------
 # REDIS_URL is the broker. Unset, Celery uses kombu's filesystem transport: messages are files in
 # var/celery/messages (producer and consumer share that folder: kombu's "data_folder_out" of the
-# sender must be the "data_folder_in" of the worker), consumed ones move to var/celery/processed.
-CELERY_BROKER_URL = env_str("REDIS_URL") or "filesystem://"
+# sender must be the "data_folder_in" of the worker), consumed ones move to var/celery/processed,
+# exchange bindings live in var/celery/control.
+CELERY_BROKER_URL = env_str("REDIS_URL") or "filesystem://localhost/"
 CELERY_FILESYSTEM_DIR = VAR_DIR / "celery"
 CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = {}
 if CELERY_BROKER_URL.startswith("filesystem://"):
@@ -181,8 +183,10 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
         "data_folder_out": str(CELERY_FILESYSTEM_DIR / "messages"),
         "processed_folder": str(CELERY_FILESYSTEM_DIR / "processed"),
         "store_processed": True,
+        # exchange -> queue bindings (kombu's default is ./control, in the working directory)
+        "control_folder": str(CELERY_FILESYSTEM_DIR / "control"),
     }
-    for _folder in ("messages", "processed"):
+    for _folder in ("messages", "processed", "control"):
         (CELERY_FILESYSTEM_DIR / _folder).mkdir(parents=True, exist_ok=True)
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"

@@ -99,7 +99,36 @@ def test_kubernetes_cluster_without_credentials_shows_a_form_error(admin_client_
         "/admin/queues/node/?q=n1",
         "/admin/queues/jobevent/",
         "/admin/queues/cyclerun/",
+        "/admin/queues/job/add/",
+        "/admin/queues/cluster/add/",
+        "/admin/queues/queue/add/",
     ],
 )
 def test_admin_lists_filter_and_search(admin_client_: Client, queue_a: Any, url: str) -> None:
     assert admin_client_.get(url).status_code == 200
+
+
+def test_platform_admin_group_member_manages_users_and_memberships(
+    admin_client_: Client, platform_admin: User, researcher_a: User, team_a: Any
+) -> None:
+    assert not platform_admin.is_superuser
+    assert admin_client_.get("/admin/auth/user/").status_code == 200
+    assert admin_client_.get("/admin/queues/membership/add/").status_code == 200
+    autocomplete = admin_client_.get(
+        "/admin/autocomplete/",
+        {"app_label": "queues", "model_name": "membership", "field_name": "user", "term": "rae"},
+    )
+    assert autocomplete.status_code == 200
+    assert researcher_a.username in autocomplete.content.decode()
+
+
+def test_job_change_page_shows_the_job_and_its_events(
+    admin_client_: Client, make_job: Any, queue_a: Any, researcher_a: User
+) -> None:
+    from queues.models import JobEvent
+
+    job = make_job(queue=queue_a, owner=researcher_a, name="vision-train")
+    JobEvent.objects.create(job=job, kind="submitted", message="submitted by rae")
+    html = admin_client_.get(f"/admin/queues/job/{job.pk}/change/").content.decode()
+    assert "vision-train" in html
+    assert "submitted by rae" in html

@@ -166,7 +166,9 @@ def estimate_submission(
         pending=(*live.snapshot.pending, candidate),
         topology_levels=_levels(live.snapshot.topology_levels, topology),
     )
-    result = run_cycle(snapshot)
+    result = run_cycle(snapshot, explain_pending=False)  # explaining every pending job costs
+    if not any(a.job == CANDIDATE for a in result.admits):
+        result = run_cycle(snapshot)  # it waits: now ask the engine why
     quotas = _quotas(queue, flavors, workers, gpus_per_worker, moment)
     return _outcome(live, result, queue_key(queue), quotas)
 
