@@ -54,7 +54,7 @@ def submit(request: HttpRequest) -> HttpResponse:
         if request.GET.get("queue"):
             initial["queue"] = request.GET["queue"]
         form = SubmitForm(user=request.user, initial=initial)
-        queues = list(form.fields["queue"].queryset[:2])  # type: ignore[attr-defined]
+        queues = list(form.fields["queue"].queryset[:2])
         if "queue" not in initial and len(queues) == 1:
             form.initial["queue"] = queues[0].pk  # the only choice: chosen already
     return render(
