@@ -29,6 +29,7 @@ from gpuplatform.rest import (
 )
 from queues import services
 from queues.api import filtersets
+from queues.api.audited import AuditedQueueWritesMixin, AuditedWritesMixin
 from queues.api.job_serializers import JobEventSerializer, JobSerializer, JobSubmitSerializer
 from queues.api.serializers import (
     ClusterSerializer,
@@ -64,8 +65,10 @@ def _schema_generation(view: Any) -> bool:
     return bool(getattr(view, "swagger_fake_view", False))
 
 
-class TeamViewSet(viewsets.ModelViewSet[Team]):
+class TeamViewSet(AuditedWritesMixin, viewsets.ModelViewSet[Team]):
     """Teams: members see their own, platform admins and finance all; platform admins write."""
+
+    audit_fields = ("name", "description")
 
     serializer_class = TeamSerializer
     permission_classes = [ReadAnyWritePlatformAdmin]
@@ -76,8 +79,10 @@ class TeamViewSet(viewsets.ModelViewSet[Team]):
         return Team.objects.visible_to(self.request.user).order_by("name")
 
 
-class MembershipViewSet(viewsets.ModelViewSet[Membership]):
+class MembershipViewSet(AuditedWritesMixin, viewsets.ModelViewSet[Membership]):
     """Who belongs to which team; team admins manage their team's, platform admins all."""
+
+    audit_fields = ("user", "team", "role")
 
     serializer_class = MembershipSerializer
     permission_classes = [MembershipPermission]
@@ -94,11 +99,13 @@ class MembershipViewSet(viewsets.ModelViewSet[Membership]):
     def perform_create(self, serializer: BaseSerializer[Membership]) -> None:
         if not access.can_manage_membership(self.request.user, serializer.validated_data["team"]):
             self.permission_denied(self.request, message=MembershipPermission.message)
-        serializer.save()
+        super().perform_create(serializer)
 
 
-class CohortViewSet(viewsets.ModelViewSet[Cohort]):
+class CohortViewSet(AuditedWritesMixin, viewsets.ModelViewSet[Cohort]):
     """Cohorts: queues of one cohort lend each other unused quota."""
+
+    audit_fields = ("name", "description")
 
     queryset = Cohort.objects.order_by("name")
     serializer_class = CohortSerializer
@@ -107,8 +114,10 @@ class CohortViewSet(viewsets.ModelViewSet[Cohort]):
     ordering_fields = ["name"]
 
 
-class QueueViewSet(viewsets.ModelViewSet[Queue]):
+class QueueViewSet(AuditedQueueWritesMixin, viewsets.ModelViewSet[Queue]):
     """Queues with their per-flavor quotas (nested); platform admins write."""
+
+    audit_fields = ("team", "name", "cohort", "weight", "allowed_service_classes", "is_open")
 
     serializer_class = QueueSerializer
     permission_classes = [ReadAnyWritePlatformAdmin]
@@ -145,8 +154,17 @@ class QueueViewSet(viewsets.ModelViewSet[Queue]):
         return Response(QueueStatusSerializer(report).data)
 
 
-class FlavorViewSet(viewsets.ModelViewSet[Flavor]):
+class FlavorViewSet(AuditedWritesMixin, viewsets.ModelViewSet[Flavor]):
     """Flavors: whole GPUs of one model or one MIG profile."""
+
+    audit_fields = (
+        "name",
+        "resource",
+        "gpu_model",
+        "mig_profile",
+        "gpu_equivalent",
+        "node_selector",
+    )
 
     queryset = Flavor.objects.order_by("name")
     serializer_class = FlavorSerializer
@@ -155,8 +173,19 @@ class FlavorViewSet(viewsets.ModelViewSet[Flavor]):
     ordering_fields = ["name", "gpu_equivalent"]
 
 
-class ServiceClassViewSet(viewsets.ModelViewSet[ServiceClass]):
+class ServiceClassViewSet(AuditedWritesMixin, viewsets.ModelViewSet[ServiceClass]):
     """Service classes: priority, preemption protection, borrowing, grace period."""
+
+    audit_fields = (
+        "name",
+        "priority",
+        "preemptible",
+        "can_borrow",
+        "min_runtime",
+        "grace_period",
+        "max_runtime",
+        "price_multiplier",
+    )
 
     queryset = ServiceClass.objects.order_by("-priority", "name")
     serializer_class = ServiceClassSerializer
@@ -165,8 +194,20 @@ class ServiceClassViewSet(viewsets.ModelViewSet[ServiceClass]):
     ordering_fields = ["name", "priority"]
 
 
-class ClusterViewSet(viewsets.ModelViewSet[Cluster]):
+class ClusterViewSet(AuditedWritesMixin, viewsets.ModelViewSet[Cluster]):
     """Clusters. Token, CA certificate and kubeconfig path are write-only."""
+
+    audit_fields = (
+        "name",
+        "driver",
+        "api_url",
+        "token",
+        "ca_cert",
+        "kubeconfig_path",
+        "kubeconfig_context",
+        "verify_tls",
+    )
+    audit_secrets = ("token", "ca_cert")
 
     queryset = Cluster.objects.order_by("name")
     serializer_class = ClusterSerializer

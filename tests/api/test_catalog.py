@@ -12,7 +12,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
 
-from queues.models import Cluster, Flavor, Membership, Queue, Quota, ServiceClass, Team
+from queues.models import Cluster, Cohort, Flavor, Membership, Queue, Quota, ServiceClass, Team
 
 Api = Callable[[User | None], APIClient]
 
@@ -226,3 +226,43 @@ def test_list_query_count_does_not_grow_with_rows(
         Cluster.objects.create(name=f"c{i}").nodes.create(name="n", capacity={"h100": 1})
     with django_assert_max_num_queries(len(few.captured_queries)):
         assert client.get(f"/api/v1/{resource}/").json()["count"] >= 8
+
+
+def test_api_changes_land_in_the_change_history(
+    api: Api, world: None, platform_admin: User, queue_a: Queue
+) -> None:
+    from audit.models import AuditEntry
+
+    client = api(platform_admin)
+    body = {"weight": 2.0, "quotas": [{"flavor": "h100", "nominal": 4}]}
+    assert client.patch(f"/api/v1/queues/{queue_a.pk}/", body, format="json").status_code == 200
+    changes = {
+        (e.object_type, e.field, str(e.old), str(e.new)): e.actor for e in AuditEntry.objects.all()
+    }
+    assert changes[("queues.queue", "weight", "1.0", "2.0")] == platform_admin
+    assert changes[("queues.quota", "nominal", "8", "4")] == platform_admin
+
+
+def test_cluster_secrets_are_masked_in_the_change_history(api: Api, platform_admin: User) -> None:
+    from audit.models import AuditEntry
+
+    body = {
+        "name": "prod",
+        "driver": "kubernetes",
+        "api_url": "https://k8s.example.com:6443",
+        "token": "very-secret-service-account-token",
+    }
+    assert api(platform_admin).post("/api/v1/clusters/", body, format="json").status_code == 201
+    token_entry = AuditEntry.objects.get(object_type="queues.cluster", field="token")
+    assert token_entry.new == "(secret)"
+    assert "very-secret" not in str(list(AuditEntry.objects.values_list("new", flat=True)))
+
+
+def test_deleting_through_the_api_is_recorded(api: Api, platform_admin: User, cohort: Any) -> None:
+    from audit.models import AuditEntry
+
+    Cohort = type(cohort)
+    spare = Cohort.objects.create(name="spare")
+    assert api(platform_admin).delete(f"/api/v1/cohorts/{spare.pk}/").status_code == 204
+    entry = AuditEntry.objects.get(object_type="queues.cohort", field="name")
+    assert (entry.object_id, entry.old, entry.new) == (str(spare.pk), "spare", None)
