@@ -94,6 +94,14 @@ if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     # The test database is a file, not memory, so that a real Celery worker process started by
     # the end-to-end tests can open it too.
     DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test-gpuplatform.sqlite3")}
+    # Several processes (web, worker processes) write to one SQLite file: transactions take the
+    # write lock when they begin (waiting up to 20 s for it) instead of failing with "database is
+    # locked" when a read turns into a write; WAL lets readers go on while one process writes.
+    DATABASES["default"]["OPTIONS"] = {
+        "transaction_mode": "IMMEDIATE",
+        "timeout": 20,
+        "init_command": "PRAGMA journal_mode=WAL;",
+    }
     if DATABASES["default"]["NAME"] != ":memory:":
         Path(DATABASES["default"]["NAME"]).parent.mkdir(parents=True, exist_ok=True)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
@@ -188,6 +196,8 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
     }
     for _folder in ("messages", "processed", "control"):
         (CELERY_FILESYSTEM_DIR / _folder).mkdir(parents=True, exist_ok=True)
+CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_QUEUE", "celery")
+"""The queue tasks go to and workers read: give deployments that share one Redis their own."""
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]

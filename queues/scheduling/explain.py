@@ -19,6 +19,7 @@ TOO_LARGE = "too-large"  # no cluster could ever hold the job
 NO_FLAVOR = "no-flavor"  # no schedulable node exposes any acceptable flavor
 BEHIND_RESERVATION = "behind-reservation"  # would delay the reservation of a better-ranked job
 HEAD_OF_LINE = "head-of-line"  # fifo: waits behind an earlier job
+QUOTA_HELD = "quota-held"  # its queue stays within nominal until a non-borrowing job starts
 
 
 def _n(value: float) -> str:
@@ -48,6 +49,7 @@ class PendingInfo:
     blocker: str = ""  # the job holding the reservation / at the head of the line
     estimated_start: float | None = None
     reserved: bool = False  # holds the backfill reservation (starts at estimated_start)
+    preemption: bool = True  # the policy may preempt running jobs for it
 
     @property
     def message(self) -> str:
@@ -62,10 +64,17 @@ class PendingInfo:
         return f"#{self.position} in queue {self.queue}. {text}"
 
     def _quota_text(self) -> str:
-        return (
-            f"queue {self.queue} uses {self.used} of {self.nominal} {self.flavor} "
-            f"(nominal {self.nominal}) and this job needs {self.need}"
-        )
+        if self.used > self.nominal:
+            usage = (
+                f"queue {self.queue} uses {self.used} {self.flavor}, "
+                f"{self.used - self.nominal} above its nominal {self.nominal},"
+            )
+        else:
+            usage = (
+                f"queue {self.queue} uses {self.used} of {self.nominal} {self.flavor} "
+                f"(nominal {self.nominal})"
+            )
+        return f"{usage} and this job needs {self.need}"
 
     def _reason_text(self) -> str:
         r = self.reason
@@ -90,11 +99,13 @@ class PendingInfo:
                 f"({self.pool_size} {self.flavor}) has {self.pool_size - self.pool_used} free."
             )
         if r == CAPACITY:
-            return (
+            text = (
                 f"Waiting for GPUs: needs {self.need} {self.flavor}; {self.free} are free "
-                f"(at most {self.largest_block} on one node) and no running job may be "
-                f"preempted for it."
+                f"(at most {self.largest_block} on one node)"
             )
+            if self.preemption:
+                return text + " and no running job may be preempted for it now."
+            return text + "."
         if r == TOPOLOGY:
             return (
                 f"Waiting for GPUs in one {self.topology_level}: needs {self.need} "
@@ -115,6 +126,11 @@ class PendingInfo:
             return (
                 f"Held back: starting now on the free {self.flavor} would delay job "
                 f"{self.blocker}, which ranks higher and holds a reservation."
+            )
+        if r == QUOTA_HELD:
+            return (
+                f"Waiting for quota: {self._quota_text()}; queue {self.queue} stays within its "
+                f"nominal quota until a job that may not borrow, already admitted, starts."
             )
         if r == HEAD_OF_LINE:
             return f"Waiting in line (fifo policy) behind job {self.blocker}, submitted earlier."

@@ -320,7 +320,9 @@ class Simulator:
         began = time.perf_counter()
         result = run_cycle(snap, self.policy, explain_pending=False)
         self.report.cycle_time(time.perf_counter() - began)
-        self.dirty = bool(result.admits or result.stops or result.scales)
+        # admissions alone leave nothing for a periodic cycle to add (work conservation);
+        # stops and shrinks do: a preemptor may wait, victims come back
+        self.dirty = bool(result.stops or result.scales)
         self.apply(result, t)
 
     def scale(self, sc: Scale, t: float) -> None:
@@ -341,11 +343,11 @@ class Simulator:
         self.report.event(t, "scale", **event)
 
     def apply(self, result: CycleResult, t: float) -> None:
+        for sc in result.scales:
+            if sc.by is not None:  # shrunk for a preemptor (possibly stopped below as well)
+                self.scale(sc, t)
         for s in result.stops:
             self.stop(self.jobs[s.job], t, s.reason, s.by, s.release_at, s.requeue)
-        for sc in result.scales:
-            if sc.by is not None:  # shrunk for a preemptor
-                self.scale(sc, t)
         for a in result.admits:
             job = self.pending.pop(a.job)
             job.cluster, job.flavor, job.workers = a.cluster, a.flavor, a.workers
