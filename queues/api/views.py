@@ -61,15 +61,10 @@ from queues.services.estimate import estimate_submission
 from queues.services.queue_status import DEFAULT_PENDING_LIMIT, queue_status
 
 
-def _schema_generation(view: Any) -> bool:
-    return bool(getattr(view, "swagger_fake_view", False))
-
-
 class TeamViewSet(AuditedWritesMixin, viewsets.ModelViewSet[Team]):
     """Teams: members see their own, platform admins and finance all; platform admins write."""
 
     audit_fields = ("name", "description")
-
     serializer_class = TeamSerializer
     permission_classes = [ReadAnyWritePlatformAdmin]
     filterset_fields = ["name"]
@@ -83,7 +78,6 @@ class MembershipViewSet(AuditedWritesMixin, viewsets.ModelViewSet[Membership]):
     """Who belongs to which team; team admins manage their team's, platform admins all."""
 
     audit_fields = ("user", "team", "role")
-
     serializer_class = MembershipSerializer
     permission_classes = [MembershipPermission]
     filterset_class = filtersets.MembershipFilterSet
@@ -106,7 +100,6 @@ class CohortViewSet(AuditedWritesMixin, viewsets.ModelViewSet[Cohort]):
     """Cohorts: queues of one cohort lend each other unused quota."""
 
     audit_fields = ("name", "description")
-
     queryset = Cohort.objects.order_by("name")
     serializer_class = CohortSerializer
     permission_classes = [ReadAnyWritePlatformAdmin]
@@ -118,7 +111,6 @@ class QueueViewSet(AuditedQueueWritesMixin, viewsets.ModelViewSet[Queue]):
     """Queues with their per-flavor quotas (nested); platform admins write."""
 
     audit_fields = ("team", "name", "cohort", "weight", "allowed_service_classes", "is_open")
-
     serializer_class = QueueSerializer
     permission_classes = [ReadAnyWritePlatformAdmin]
     filterset_class = filtersets.QueueFilterSet
@@ -165,7 +157,6 @@ class FlavorViewSet(AuditedWritesMixin, viewsets.ModelViewSet[Flavor]):
         "gpu_equivalent",
         "node_selector",
     )
-
     queryset = Flavor.objects.order_by("name")
     serializer_class = FlavorSerializer
     permission_classes = [ReadAnyWritePlatformAdmin]
@@ -186,7 +177,6 @@ class ServiceClassViewSet(AuditedWritesMixin, viewsets.ModelViewSet[ServiceClass
         "max_runtime",
         "price_multiplier",
     )
-
     queryset = ServiceClass.objects.order_by("-priority", "name")
     serializer_class = ServiceClassSerializer
     permission_classes = [ReadAnyWritePlatformAdmin]
@@ -208,7 +198,6 @@ class ClusterViewSet(AuditedWritesMixin, viewsets.ModelViewSet[Cluster]):
         "verify_tls",
     )
     audit_secrets = ("token", "ca_cert")
-
     queryset = Cluster.objects.order_by("name")
     serializer_class = ClusterSerializer
     permission_classes = [ReadAnyWritePlatformAdmin]
