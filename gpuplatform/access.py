@@ -19,7 +19,7 @@ from django.shortcuts import get_object_or_404
 if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 
-    from queues.models import Job, Queue, Team
+    from queues.models import Job, Membership, Queue, Team
 
     User = AbstractBaseUser | AnonymousUser
 
@@ -135,6 +135,32 @@ def can_cancel_job(user: User, job: Job) -> bool:
 
 def can_manage_membership(user: User, team: Team) -> bool:
     return is_platform_admin(user) or is_team_admin(user, team)
+
+
+def manageable_teams(user: User) -> QuerySet[Team]:
+    """Teams whose memberships the user may change: all for platform admins, else those where the
+    user is a team admin."""
+    from queues.models import Membership, Team
+
+    if is_platform_admin(user):
+        return Team.objects.all()
+    if not user.is_authenticated:
+        return Team.objects.none()
+    return Team.objects.filter(
+        memberships__user=user, memberships__role=Membership.Role.TEAM_ADMIN
+    ).distinct()
+
+
+def visible_memberships(user: User) -> QuerySet[Membership]:
+    """Memberships of the teams the user may see."""
+    from queues.models import Membership
+
+    return Membership.objects.filter(team__in=visible_teams(user))
+
+
+def can_write_catalog(user: User) -> bool:
+    """Teams, queues, quotas, cohorts, flavors, service classes and clusters: platform admins."""
+    return is_platform_admin(user)
 
 
 def can_view_chargeback(user: User) -> bool:

@@ -8,6 +8,7 @@ Production (docker-compose.yml) sets DEBUG off, a SECRET_KEY, PostgreSQL and Red
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 from pathlib import Path
 
@@ -44,9 +45,13 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "rest_framework.authtoken",
+    "django_filters",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
     "queues",
     "accounting",
     "audit",
+    "tokens",
 ]
 
 MIDDLEWARE = [
@@ -132,14 +137,45 @@ STORAGES = {
     },
 }
 
-# --- REST framework (the API itself is built in queues/api/ and accounting/) -------------------
+# --- REST API (/api/v1/: queues/api/, accounting/api/, tokens/; shared bits in gpuplatform/rest.py)
 REST_FRAMEWORK = {
+    # The token class comes first: its WWW-Authenticate header makes anonymous requests a 401.
     "DEFAULT_AUTHENTICATION_CLASSES": [
+        "tokens.authentication.ApiTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
-        "rest_framework.authentication.TokenAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_FILTER_BACKENDS": [
+        "django_filters.rest_framework.DjangoFilterBackend",
+        "rest_framework.filters.OrderingFilter",
+    ],
+    "DEFAULT_PAGINATION_CLASS": "gpuplatform.rest.Pagination",
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "gpuplatform.rest.exception_handler",
+    "DATETIME_FORMAT": "iso-8601",
+    "COERCE_DECIMAL_TO_STRING": True,
 }
+SPECTACULAR_SETTINGS = {
+    "TITLE": "gpuplatform API",
+    "DESCRIPTION": "GPU quota and fair share: teams, queues, quotas, jobs, clusters, chargeback.",
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "COMPONENT_SPLIT_REQUEST": True,
+}
+JOB_SUBMIT_RATE = env_str("JOB_SUBMIT_RATE", "60/minute")
+"""Job submissions per user through the API, as N/second, N/minute, N/hour or N/day."""
+if not re.fullmatch(r"[1-9][0-9]*/(s|sec|second|m|min|minute|h|hour|d|day)", JOB_SUBMIT_RATE):
+    raise ImproperlyConfigured(
+        f"JOB_SUBMIT_RATE={JOB_SUBMIT_RATE!r} is not a rate: use a count per period such as "
+        "60/minute, 5/second, 1000/hour or 10000/day."
+    )
+API_TOKEN_TOUCH_SECONDS = 60
+"""An API token's last_used_at is written at most this often."""
+# The throttle counts live in the default cache: Django's in-process memory cache unless CACHES
+# is configured (per process; with several gunicorn workers each counts on its own).
 
 # --- Celery -----------------------------------------------------------------------------------
 # REDIS_URL is the broker. Unset, Celery uses kombu's filesystem transport: messages are files in

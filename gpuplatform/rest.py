@@ -1,0 +1,194 @@
+"""Shared REST bits for every app's ``api/`` package: permissions (which call gpuplatform/access.py,
+the one place for access rules), pagination, bounded fields, the job-submission throttle and the
+exception handler that turns domain errors into 4xx answers instead of 500s.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import DataError, IntegrityError
+from django.db.models import ProtectedError, RestrictedError
+from rest_framework import exceptions, fields, pagination, permissions, status, throttling
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+from rest_framework.views import exception_handler as drf_exception_handler
+
+from gpuplatform import access
+
+logger = logging.getLogger(__name__)
+
+MAX_INT = 2**31 - 1
+"""The largest value a PostgreSQL ``integer`` column holds: every integer field is bounded by it."""
+
+
+# --- Permissions ------------------------------------------------------------------------------
+
+
+class ReadAnyWritePlatformAdmin(permissions.BasePermission):
+    """Signed-in users read; only platform admins write (teams, queues, quotas, flavors, classes,
+    cohorts, clusters)."""
+
+    message = "Only platform admins may change this."
+
+    def has_permission(self, request: Request, view: APIView) -> bool:
+        if not request.user.is_authenticated:
+            return False
+        return request.method in permissions.SAFE_METHODS or access.can_write_catalog(request.user)
+
+
+class MembershipPermission(permissions.BasePermission):
+    """Signed-in users read the memberships of teams they see; team admins of the team and
+    platform admins change them."""
+
+    message = "Only the team's admins and platform admins may manage its members."
+
+    def has_permission(self, request: Request, view: APIView) -> bool:
+        if not request.user.is_authenticated:
+            return False
+        if request.method in permissions.SAFE_METHODS:
+            return True
+        return access.manageable_teams(request.user).exists()
+
+    def has_object_permission(self, request: Request, view: APIView, obj: Any) -> bool:
+        if request.method in permissions.SAFE_METHODS:
+            return True
+        return access.can_manage_membership(request.user, obj.team)
+
+
+class JobPermission(permissions.BasePermission):
+    """Members read their teams' jobs (the queryset scopes them), team members submit, and
+    ``cancel`` follows access.can_cancel_job."""
+
+    message = "You may not do this to jobs."
+
+    def has_permission(self, request: Request, view: APIView) -> bool:
+        if not request.user.is_authenticated:
+            return False
+        if request.method in permissions.SAFE_METHODS:
+            return True
+        if getattr(view, "action", None) in ("create", "estimate"):
+            return access.can_submit(request.user)
+        return True  # object-level actions are checked below
+
+    def has_object_permission(self, request: Request, view: APIView, obj: Any) -> bool:
+        if request.method in permissions.SAFE_METHODS:
+            return True
+        if getattr(view, "action", None) == "cancel":
+            return access.can_cancel_job(request.user, obj)
+        return False
+
+
+# --- Pagination -------------------------------------------------------------------------------
+
+
+class Pagination(pagination.PageNumberPagination):
+    page_size = 50
+    page_size_query_param = "page_size"
+    max_page_size = 500
+
+
+# --- Fields -----------------------------------------------------------------------------------
+
+
+def reject_nul(value: Any, path: str = "") -> None:
+    """PostgreSQL stores no NUL character (text nor jsonb): refuse it anywhere inside ``value``."""
+    if isinstance(value, str):
+        if "\x00" in value:
+            where = f" (in {path})" if path else ""
+            raise exceptions.ValidationError(f"The NUL character is not allowed{where}.")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            reject_nul(key, path)
+            reject_nul(item, f"{path}.{key}" if path else str(key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            reject_nul(item, f"{path}[{index}]")
+
+
+class StrictCharField(fields.CharField):
+    """Text only: a number is a wrong type here, not text (DRF's CharField would convert it)."""
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return str(super().to_internal_value(data))
+
+
+class StringMapField(fields.DictField):
+    """A JSON object of text keys and text values (labels, node selectors), without NULs."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(child=StrictCharField(allow_blank=True, max_length=253), **kwargs)
+
+    def to_internal_value(self, data: Any) -> dict[str, str]:
+        value: dict[str, str] = super().to_internal_value(data)
+        reject_nul(value)
+        if any(len(key) > 253 or not key for key in value):
+            raise exceptions.ValidationError("Keys must be 1 to 253 characters long.")
+        return value
+
+
+def bounded_int(**kwargs: Any) -> fields.IntegerField:
+    """An integer field that never overflows a PostgreSQL integer column."""
+    kwargs.setdefault("max_value", MAX_INT)
+    kwargs.setdefault("min_value", 0)
+    return fields.IntegerField(**kwargs)
+
+
+# --- Throttling -------------------------------------------------------------------------------
+
+
+class JobSubmitThrottle(throttling.ScopedRateThrottle):
+    """Job submissions per user, at ``settings.JOB_SUBMIT_RATE`` (read on every request, so tests
+    and operators can change it), counted in the default cache."""
+
+    scope_attr = "throttle_scope"  # views set ``throttle_scope = "job-submit"`` where it counts
+
+    def get_rate(self) -> str | None:
+        return str(settings.JOB_SUBMIT_RATE) or None
+
+
+# --- Errors -----------------------------------------------------------------------------------
+
+
+def _django_validation_detail(error: DjangoValidationError) -> Any:
+    if hasattr(error, "error_dict"):
+        return {
+            ("non_field_errors" if field == "__all__" else field): messages
+            for field, messages in error.message_dict.items()
+        }
+    return {"non_field_errors": error.messages}
+
+
+def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    """DRF's handler, plus: Django ValidationError -> 400 by field, PermissionDenied -> 403,
+    objects still in use -> 409, and database-level refusals -> 400/409 instead of a crash."""
+    if isinstance(exc, DjangoValidationError):
+        exc = exceptions.ValidationError(_django_validation_detail(exc))
+    elif isinstance(exc, DjangoPermissionDenied):
+        exc = exceptions.PermissionDenied(str(exc) or None)
+    elif isinstance(exc, ProtectedError | RestrictedError):
+        names = sorted({str(obj) for obj in list(exc.args[1])[:5]})
+        return Response(
+            {"detail": f"Still in use by: {', '.join(names)}. Remove those first."},
+            status=status.HTTP_409_CONFLICT,
+        )
+    elif isinstance(exc, IntegrityError):
+        logger.warning("API request refused by a database constraint: %s", exc)
+        return Response(
+            {"detail": "The change conflicts with existing data (a database constraint)."},
+            status=status.HTTP_409_CONFLICT,
+        )
+    elif isinstance(exc, DataError):
+        logger.warning("API request refused by the database: %s", exc)
+        return Response(
+            {"detail": "A value is out of range or malformed for the database."},
+            status=status.HTTP_400_BAD_REQUEST,
+        )
+    return drf_exception_handler(exc, context)

@@ -1,0 +1,87 @@
+"""Response shapes of ``queues/{id}/status`` and ``jobs/estimate`` (read-only views of the
+dataclasses returned by queues/services/queue_status.py and estimate.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import serializers
+
+
+class FlavorStatusSerializer(serializers.Serializer[Any]):
+    flavor = serializers.CharField()
+    nominal = serializers.IntegerField()
+    borrowing_limit = serializers.IntegerField(allow_null=True)
+    lending_limit = serializers.IntegerField(allow_null=True)
+    used = serializers.IntegerField()
+    borrowed = serializers.IntegerField(help_text="Used above nominal, from the cohort.")
+    lent = serializers.IntegerField(help_text="Unused nominal other queues of the cohort use now.")
+    free_nominal = serializers.IntegerField()
+
+
+class PendingEntrySerializer(serializers.Serializer[Any]):
+    position = serializers.IntegerField(help_text="1-based, in the queue's rank order.")
+    job_id = serializers.IntegerField()
+    name = serializers.CharField()
+    owner = serializers.CharField()
+    service_class = serializers.CharField()
+    priority = serializers.IntegerField()
+    workers = serializers.IntegerField()
+    gpus_per_worker = serializers.IntegerField()
+    flavors = serializers.ListField(child=serializers.CharField())
+    submitted_at = serializers.DateTimeField()
+    within_nominal = serializers.BooleanField()
+    reason = serializers.CharField(allow_blank=True)
+    message = serializers.CharField(allow_blank=True)
+    estimated_start = serializers.DateTimeField(allow_null=True)
+
+
+class QueueStatusSerializer(serializers.Serializer[Any]):
+    queue_id = serializers.IntegerField()
+    queue = serializers.CharField(help_text="team/queue")
+    team = serializers.CharField()
+    cohort = serializers.CharField(allow_null=True)
+    weight = serializers.FloatField()
+    is_open = serializers.BooleanField()
+    flavors = FlavorStatusSerializer(many=True)
+    usage_gpu_equivalent = serializers.FloatField(help_text="U(q): GPU-equivalents in use now.")
+    decayed_usage = serializers.FloatField(help_text="H(q): decayed GPU-equivalent-seconds.")
+    fair_share_score = serializers.FloatField(help_text="(H/tau + U)/weight; lower runs first.")
+    slurm_factor = serializers.FloatField(help_text="Slurm's fair-share factor; 0.5 at share.")
+    pending_count = serializers.IntegerField()
+    pending = PendingEntrySerializer(many=True)
+
+
+class VictimSerializer(serializers.Serializer[Any]):
+    job_id = serializers.IntegerField()
+    name = serializers.CharField()
+    queue = serializers.CharField()
+    reason = serializers.CharField(help_text="reclaim, fair-share or priority")
+    shrink_to = serializers.IntegerField(
+        allow_null=True, help_text="Elastic victim shrunk to this many workers; null: stopped."
+    )
+
+
+class FlavorQuotaSerializer(serializers.Serializer[Any]):
+    flavor = serializers.CharField()
+    nominal = serializers.IntegerField()
+    borrowing_limit = serializers.IntegerField(allow_null=True)
+    lending_limit = serializers.IntegerField(allow_null=True)
+    used = serializers.IntegerField()
+    need = serializers.IntegerField()
+    after = serializers.IntegerField()
+    within_nominal = serializers.BooleanField()
+
+
+class EstimateSerializer(serializers.Serializer[Any]):
+    outcome = serializers.ChoiceField(choices=["start", "borrow", "preempt", "wait"])
+    summary = serializers.CharField()
+    queue = serializers.CharField()
+    flavor = serializers.CharField(allow_blank=True)
+    cluster = serializers.CharField(allow_blank=True)
+    workers = serializers.IntegerField()
+    estimated_start = serializers.DateTimeField(allow_null=True)
+    reason = serializers.CharField(allow_blank=True)
+    message = serializers.CharField(allow_blank=True)
+    victims = VictimSerializer(many=True)
+    quotas = FlavorQuotaSerializer(many=True)

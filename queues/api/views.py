@@ -1,0 +1,320 @@
+"""Viewsets of ``/api/v1/``. Who sees what is decided by the querysets (gpuplatform/access.py
+scopes: other teams' objects simply are not there, hence 404) and who may change what by the
+permission classes in gpuplatform/rest.py (403)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import Prefetch, QuerySet
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_view,
+)
+from rest_framework import mixins, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.exceptions import ValidationError
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.serializers import BaseSerializer
+
+from gpuplatform import access
+from gpuplatform.rest import (
+    JobPermission,
+    JobSubmitThrottle,
+    MembershipPermission,
+    ReadAnyWritePlatformAdmin,
+)
+from queues import services
+from queues.api import filtersets
+from queues.api.audited import AuditedQueueWritesMixin, AuditedWritesMixin
+from queues.api.job_serializers import JobEventSerializer, JobSerializer, JobSubmitSerializer
+from queues.api.serializers import (
+    ClusterSerializer,
+    CohortSerializer,
+    FlavorSerializer,
+    MembershipSerializer,
+    NodeSerializer,
+    QueueSerializer,
+    ServiceClassSerializer,
+    TeamSerializer,
+)
+from queues.api.status_serializers import EstimateSerializer, QueueStatusSerializer
+from queues.models import (
+    Cluster,
+    Cohort,
+    Flavor,
+    IllegalTransition,
+    Job,
+    JobEvent,
+    JobFlavor,
+    Membership,
+    Node,
+    Queue,
+    Quota,
+    ServiceClass,
+    Team,
+)
+from queues.services.estimate import estimate_submission
+from queues.services.queue_status import DEFAULT_PENDING_LIMIT, queue_status
+
+
+class TeamViewSet(AuditedWritesMixin, viewsets.ModelViewSet[Team]):
+    """Teams: members see their own, platform admins and finance all; platform admins write."""
+
+    audit_fields = ("name", "description")
+    serializer_class = TeamSerializer
+    permission_classes = [ReadAnyWritePlatformAdmin]
+    filterset_fields = ["name"]
+    ordering_fields = ["name", "created_at"]
+
+    def get_queryset(self) -> QuerySet[Team]:
+        return Team.objects.visible_to(self.request.user).order_by("name")
+
+
+class MembershipViewSet(AuditedWritesMixin, viewsets.ModelViewSet[Membership]):
+    """Who belongs to which team; team admins manage their team's, platform admins all."""
+
+    audit_fields = ("user", "team", "role")
+    serializer_class = MembershipSerializer
+    permission_classes = [MembershipPermission]
+    filterset_class = filtersets.MembershipFilterSet
+    ordering_fields = ["id", "role"]
+
+    def get_queryset(self) -> QuerySet[Membership]:
+        return (
+            access.visible_memberships(self.request.user)
+            .select_related("user", "team")
+            .order_by("team__name", "user__username")
+        )
+
+    def perform_create(self, serializer: BaseSerializer[Membership]) -> None:
+        if not access.can_manage_membership(self.request.user, serializer.validated_data["team"]):
+            self.permission_denied(self.request, message=MembershipPermission.message)
+        super().perform_create(serializer)
+
+
+class CohortViewSet(AuditedWritesMixin, viewsets.ModelViewSet[Cohort]):
+    """Cohorts: queues of one cohort lend each other unused quota."""
+
+    audit_fields = ("name", "description")
+    queryset = Cohort.objects.order_by("name")
+    serializer_class = CohortSerializer
+    permission_classes = [ReadAnyWritePlatformAdmin]
+    filterset_fields = ["name"]
+    ordering_fields = ["name"]
+
+
+class QueueViewSet(AuditedQueueWritesMixin, viewsets.ModelViewSet[Queue]):
+    """Queues with their per-flavor quotas (nested); platform admins write."""
+
+    audit_fields = ("team", "name", "cohort", "weight", "allowed_service_classes", "is_open")
+    serializer_class = QueueSerializer
+    permission_classes = [ReadAnyWritePlatformAdmin]
+    filterset_class = filtersets.QueueFilterSet
+    ordering_fields = ["name", "weight", "id"]
+
+    def get_queryset(self) -> QuerySet[Queue]:
+        return (
+            Queue.objects.visible_to(self.request.user)
+            .select_related("team", "cohort")
+            .prefetch_related(
+                "allowed_service_classes",
+                Prefetch("quotas", queryset=Quota.objects.select_related("flavor")),
+            )
+            .order_by("team__name", "name")
+        )
+
+    @extend_schema(
+        responses={200: QueueStatusSerializer},
+        parameters=[
+            OpenApiParameter(
+                "pending_limit", int, description="Pending jobs listed (0 to 1000, default 100)."
+            )
+        ],
+    )
+    @action(detail=True, methods=["get"], filter_backends=[], pagination_class=None)
+    def status(self, request: Request, pk: str | None = None) -> Response:
+        """Per flavor: nominal, used, borrowed, lent; fair-share score; pending jobs in order."""
+        queue = self.get_object()
+        limit = request.query_params.get("pending_limit", str(DEFAULT_PENDING_LIMIT))
+        if not limit.isdigit() or int(limit) > 1000:
+            raise ValidationError({"pending_limit": "A whole number from 0 to 1000."})
+        report = queue_status(queue, pending_limit=int(limit))
+        return Response(QueueStatusSerializer(report).data)
+
+
+class FlavorViewSet(AuditedWritesMixin, viewsets.ModelViewSet[Flavor]):
+    """Flavors: whole GPUs of one model or one MIG profile."""
+
+    audit_fields = (
+        "name",
+        "resource",
+        "gpu_model",
+        "mig_profile",
+        "gpu_equivalent",
+        "node_selector",
+    )
+    queryset = Flavor.objects.order_by("name")
+    serializer_class = FlavorSerializer
+    permission_classes = [ReadAnyWritePlatformAdmin]
+    filterset_fields = ["name", "resource", "gpu_model"]
+    ordering_fields = ["name", "gpu_equivalent"]
+
+
+class ServiceClassViewSet(AuditedWritesMixin, viewsets.ModelViewSet[ServiceClass]):
+    """Service classes: priority, preemption protection, borrowing, grace period."""
+
+    audit_fields = (
+        "name",
+        "priority",
+        "preemptible",
+        "can_borrow",
+        "min_runtime",
+        "grace_period",
+        "max_runtime",
+        "price_multiplier",
+    )
+    queryset = ServiceClass.objects.order_by("-priority", "name")
+    serializer_class = ServiceClassSerializer
+    permission_classes = [ReadAnyWritePlatformAdmin]
+    filterset_fields = ["name", "preemptible", "can_borrow"]
+    ordering_fields = ["name", "priority"]
+
+
+class ClusterViewSet(AuditedWritesMixin, viewsets.ModelViewSet[Cluster]):
+    """Clusters. Token, CA certificate and kubeconfig path are write-only."""
+
+    audit_fields = (
+        "name",
+        "driver",
+        "api_url",
+        "token",
+        "ca_cert",
+        "kubeconfig_path",
+        "kubeconfig_context",
+        "verify_tls",
+    )
+    audit_secrets = ("token", "ca_cert")
+    queryset = Cluster.objects.order_by("name")
+    serializer_class = ClusterSerializer
+    permission_classes = [ReadAnyWritePlatformAdmin]
+    filterset_fields = ["name", "driver", "status"]
+    ordering_fields = ["name", "last_sync_at"]
+
+
+class NodeViewSet(viewsets.ReadOnlyModelViewSet[Node]):
+    """Nodes as last read from their clusters (read-only: clusters report them)."""
+
+    queryset = Node.objects.select_related("cluster").order_by("cluster__name", "name")
+    serializer_class = NodeSerializer
+    filterset_class = filtersets.NodeFilterSet
+    ordering_fields = ["name", "id"]
+
+
+@extend_schema_view(
+    create=extend_schema(
+        request=JobSubmitSerializer,
+        responses={201: JobSerializer},
+        description="Submit a job to a queue of your team (rate limited per user).",
+    ),
+)
+class JobViewSet(
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    mixins.CreateModelMixin,
+    viewsets.GenericViewSet[Job],
+):
+    """Jobs of your teams (every job for platform admins). Submit, list, cancel."""
+
+    serializer_class = JobSerializer
+    permission_classes = [JobPermission]
+    filterset_class = filtersets.JobFilterSet
+    ordering_fields = ["submitted_at", "id", "state", "name"]
+    ordering = ["-submitted_at", "-id"]
+
+    def get_queryset(self) -> QuerySet[Job]:
+        return (
+            Job.objects.visible_to(self.request.user)
+            .select_related("queue__team", "owner", "service_class", "cluster", "runtime")
+            .prefetch_related(
+                Prefetch("flavor_links", queryset=JobFlavor.objects.select_related("flavor"))
+            )
+        )
+
+    def get_serializer_class(self) -> type[BaseSerializer[Any]]:
+        if self.action in ("create", "estimate"):
+            return JobSubmitSerializer
+        if self.action == "events":
+            return JobEventSerializer
+        return JobSerializer
+
+    def get_throttles(self) -> list[Any]:
+        if self.action in ("create", "estimate"):
+            self.throttle_scope = "job-submit"
+            return [JobSubmitThrottle()]
+        return []
+
+    def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        serializer = JobSubmitSerializer(data=request.data, context=self.get_serializer_context())
+        serializer.is_valid(raise_exception=True)
+        job = services.submit_job(owner=request.user, **serializer.validated_data)
+        job = self.get_queryset().get(pk=job.pk)
+        return Response(JobSerializer(job).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(
+        request=JobSubmitSerializer,
+        responses={200: EstimateSerializer},
+        description=(
+            "What would happen to this job if it were submitted now: start, borrow, preempt "
+            "(with the jobs it would stop) or wait (with the reason and an estimated start). "
+            "Same body as job submission; creates nothing."
+        ),
+    )
+    @action(detail=False, methods=["post"])
+    def estimate(self, request: Request) -> Response:
+        serializer = JobSubmitSerializer(data=request.data, context=self.get_serializer_context())
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        topology = (
+            (data["topology_level"], data["topology_mode"]) if data["topology_level"] else None
+        )
+        result = estimate_submission(
+            user=request.user,
+            queue=data["queue"],
+            service_class=data["service_class"],
+            flavors=data["flavors"],
+            workers=data["workers"],
+            gpus_per_worker=data["gpus_per_worker"],
+            min_workers=data["min_workers"],
+            topology=topology,
+            estimated_runtime=data["estimated_runtime"],
+        )
+        return Response(EstimateSerializer(result).data)
+
+    @extend_schema(
+        request=None,
+        responses={
+            200: JobSerializer,
+            409: OpenApiResponse(description="The job has already ended."),
+        },
+    )
+    @action(detail=True, methods=["post"])
+    def cancel(self, request: Request, pk: str | None = None) -> Response:
+        """Cancel the job: a pending job at once, a running one with its class grace period."""
+        job = self.get_object()
+        try:
+            services.cancel_job(job, request.user)
+        except IllegalTransition as error:
+            return Response({"detail": str(error)}, status=status.HTTP_409_CONFLICT)
+        return Response(JobSerializer(self.get_queryset().get(pk=job.pk)).data)
+
+    @extend_schema(responses={200: JobEventSerializer(many=True)})
+    @action(detail=True, methods=["get"], filter_backends=[], pagination_class=None)
+    def events(self, request: Request, pk: str | None = None) -> Response:
+        """The job's history, oldest first (submitted, admitted, preempted, ...)."""
+        job = self.get_object()
+        events = JobEvent.objects.filter(job=job).order_by("at", "pk")
+        return Response(JobEventSerializer(events, many=True).data)

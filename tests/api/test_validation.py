@@ -1,0 +1,199 @@
+"""Bad input is a 400 naming the field, never a crash (also on PostgreSQL, where NUL characters
+and integer overflow used to turn into server errors)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from rest_framework.test import APIClient
+
+from queues.models import Job, Queue, Quota, ServiceClass
+
+Api = Callable[[User | None], APIClient]
+Body = Callable[..., dict[str, Any]]
+
+pytestmark = pytest.mark.django_db
+
+HUGE = 2**63
+
+
+@pytest.mark.parametrize(
+    ("changes", "field"),
+    [
+        ({"flavors": ["tpu-v5"]}, "flavors"),
+        ({"flavors": []}, "flavors"),
+        ({"flavors": ["h100", "h100"]}, "flavors"),
+        ({"flavors": "h100"}, "flavors"),
+        ({"workers": 3, "gpus_per_worker": 8}, "workers"),  # 24 GPUs, the cluster has 16
+        ({"gpus_per_worker": 9}, "gpus_per_worker"),  # no node has 9
+        ({"workers": 2, "min_workers": 3}, "min_workers"),
+        ({"gpus_per_worker": 0}, "gpus_per_worker"),
+        ({"gpus_per_worker": -1}, "gpus_per_worker"),
+        ({"workers": 0}, "workers"),
+        ({"workers": "many"}, "workers"),
+        ({"workers": 1.5}, "workers"),
+        ({"workers": HUGE}, "workers"),
+        ({"gpus_per_worker": HUGE}, "gpus_per_worker"),
+        ({"estimated_runtime": HUGE}, "estimated_runtime"),
+        ({"estimated_runtime": 0}, "estimated_runtime"),
+        ({"checkpoint_interval": -5}, "checkpoint_interval"),
+        ({"duration_hint": HUGE}, "duration_hint"),
+        ({"queue": HUGE}, "queue"),
+        ({"queue": 999999}, "queue"),
+        ({"queue": "main"}, "queue"),
+        ({"service_class": "platinum"}, "service_class"),
+        ({"name": "Not A DNS Label"}, "name"),
+        ({"name": "tr\x00in"}, "name"),
+        ({"name": "trän"}, "name"),
+        ({"name": "x" * 64}, "name"),
+        ({"image": "py\x00torch"}, "image"),
+        ({"image": ""}, "image"),
+        ({"command": ["python", "a\x00b"]}, "command"),
+        ({"command": "python train.py"}, "command"),
+        ({"command": [1, 2]}, "command"),
+        ({"topology_mode": "sometimes"}, "topology_mode"),
+        ({"topology_level": "rack", "topology_mode": ""}, "topology_mode"),
+        ({"name": ...}, "name"),
+        ({"queue": ...}, "queue"),
+    ],
+)
+def test_bad_submission_is_400_naming_the_field(
+    api: Api, researcher_a: User, job_body: Body, changes: dict[str, Any], field: str
+) -> None:
+    response = api(researcher_a).post("/api/v1/jobs/", job_body(**changes), format="json")
+    assert response.status_code == 400, response.content
+    assert field in response.json(), response.json()
+    assert not Job.objects.exists()
+
+
+def test_non_ascii_text_is_accepted_where_text_is_free(
+    api: Api, researcher_a: User, job_body: Body
+) -> None:
+    body = job_body(command=["python", "-c", "print('größe 🚀')"])
+    response = api(researcher_a).post("/api/v1/jobs/", body, format="json")
+    assert response.status_code == 201
+    assert Job.objects.get().command[-1] == "print('größe 🚀')"
+
+
+def test_a_class_the_queue_does_not_allow_is_refused(
+    api: Api, researcher_a: User, queue_a: Queue, job_body: Body
+) -> None:
+    spot = ServiceClass.objects.create(name="spot", priority=10)
+    queue_a.allowed_service_classes.set([spot])
+    response = api(researcher_a).post("/api/v1/jobs/", job_body(), format="json")
+    assert response.status_code == 400
+    assert "does not accept" in response.json()["service_class"][0]
+
+
+def test_a_closed_queue_is_refused(
+    api: Api, researcher_a: User, queue_a: Queue, job_body: Body
+) -> None:
+    Queue.objects.filter(pk=queue_a.pk).update(is_open=False)
+    response = api(researcher_a).post("/api/v1/jobs/", job_body(), format="json")
+    assert response.status_code == 400
+    assert "closed" in response.json()["queue"][0]
+
+
+@pytest.mark.parametrize(
+    "payload",
+    ['{"name": ', "not json", '{"workers": NaN}', "[1, 2]", '"just a string"'],
+)
+def test_malformed_json_is_400(api: Api, researcher_a: User, job_body: Body, payload: str) -> None:
+    response = api(researcher_a).post("/api/v1/jobs/", payload, content_type="application/json")
+    assert response.status_code == 400
+
+
+@pytest.mark.parametrize(
+    ("quota", "field"),
+    [
+        ({"flavor": "h100", "nominal": -1}, "nominal"),
+        ({"flavor": "h100", "nominal": HUGE}, "nominal"),
+        ({"flavor": "h100", "nominal": 4, "lending_limit": 5}, "lending_limit"),
+        ({"flavor": "h100", "nominal": 4, "borrowing_limit": -2}, "borrowing_limit"),
+        ({"flavor": "h100", "nominal": 4, "borrowing_limit": HUGE}, "borrowing_limit"),
+        ({"flavor": "nope", "nominal": 4}, "flavor"),
+        ({"flavor": "h100", "nominal": "four"}, "nominal"),
+    ],
+)
+def test_bad_quota_is_400_naming_the_field(
+    api: Api, platform_admin: User, queue_a: Queue, quota: dict[str, Any], field: str
+) -> None:
+    response = api(platform_admin).patch(
+        f"/api/v1/queues/{queue_a.pk}/", {"quotas": [quota]}, format="json"
+    )
+    assert response.status_code == 400, response.content
+    assert field in response.json()["quotas"]["0"]  # errors by list index
+    assert Quota.objects.get(queue=queue_a).nominal == 8  # unchanged
+
+
+@pytest.mark.parametrize(
+    ("resource", "body", "field"),
+    [
+        ("teams", {"name": "team\x00c"}, "name"),
+        ("teams", {"name": "team-c", "description": "a\x00b"}, "description"),
+        ("teams", {"name": "Team C"}, "name"),
+        ("teams", {"name": "team-a"}, "name"),  # exists
+        ("queues", {"team": "team-a", "name": "main"}, "non_field_errors"),  # exists
+        ("queues", {"team": "team-a", "name": "q", "weight": 0}, "weight"),
+        ("queues", {"team": "team-a", "name": "q", "weight": 1e308}, "weight"),
+        ("queues", {"team": "nobody", "name": "q"}, "team"),
+        ("queues", {"team": "team-a", "name": "q", "quotas": [
+            {"flavor": "h100", "nominal": 1}, {"flavor": "h100", "nominal": 2}]}, "quotas"),
+        ("flavors", {"name": "a100", "resource": "gpu"}, "resource"),
+        ("flavors", {"name": "a100", "resource": "nvidia.com/gpu", "gpu_equivalent": 2}, "gpu_equivalent"),  # noqa: E501
+        ("flavors", {"name": "a100", "resource": "nvidia.com/gpu", "gpu_equivalent": 0}, "gpu_equivalent"),  # noqa: E501
+        ("flavors", {"name": "a100", "resource": "nvidia.com/gpu", "node_selector": {"a": 1}}, "node_selector"),  # noqa: E501
+        ("flavors", {"name": "a100", "resource": "nvidia.com/gpu", "node_selector": {"a": "\x00"}}, "node_selector"),  # noqa: E501
+        ("flavors", {"name": "m", "resource": "nvidia.com/mig-1g.10gb", "mig_profile": "2g.20gb"}, "mig_profile"),  # noqa: E501
+        ("service-classes", {"name": "x", "priority": HUGE}, "priority"),
+        ("service-classes", {"name": "x", "min_runtime": -1}, "min_runtime"),
+        ("service-classes", {"name": "x", "max_runtime": 0}, "max_runtime"),
+        ("service-classes", {"name": "x", "min_runtime": 100, "max_runtime": 50}, "max_runtime"),
+        ("service-classes", {"name": "x", "price_multiplier": "-1"}, "price_multiplier"),
+        ("service-classes", {"name": "x", "price_multiplier": "1e30"}, "price_multiplier"),
+        ("clusters", {"name": "c", "driver": "slurm"}, "driver"),
+        ("clusters", {"name": "c", "api_url": "not a url"}, "api_url"),
+        ("clusters", {"name": "c", "token": "t\x00"}, "token"),
+        ("cohorts", {"name": ""}, "name"),
+        ("memberships", {"user": "nobody", "team": "team-a"}, "user"),
+        ("memberships", {"user": "rae-researcher-a", "team": "team-a", "role": "boss"}, "role"),
+        ("memberships", {"user": "rae-researcher-a", "team": "team-a"}, "non_field_errors"),
+    ],
+)  # fmt: skip
+def test_bad_catalog_input_is_400_naming_the_field(
+    api: Api, platform_admin: User, researcher_a: User, queue_a: Queue,
+    resource: str, body: dict[str, Any], field: str,
+) -> None:  # fmt: skip
+    response = api(platform_admin).post(f"/api/v1/{resource}/", body, format="json")
+    assert response.status_code == 400, response.content
+    assert field in response.json(), response.json()
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        {"queue": str(HUGE)},
+        {"queue": "abc"},
+        {"submitted_after": "yesterday"},
+        {"owner": "a\x00b"},
+        {"page": "0"},
+        {"page_size": str(HUGE)},
+        {"ordering": "password"},
+        {"team": "ä" * 100},
+    ],
+)
+def test_odd_query_parameters_never_crash(
+    api: Api, platform_admin: User, queue_a: Queue, query: dict[str, str]
+) -> None:
+    response = api(platform_admin).get("/api/v1/jobs/", query)
+    assert response.status_code in (200, 400, 404), response.content
+
+
+@pytest.mark.parametrize(
+    "path", [f"/api/v1/jobs/{HUGE}/", "/api/v1/queues/%00/", "/api/v1/teams/x/"]
+)
+def test_odd_ids_are_404(api: Api, platform_admin: User, path: str) -> None:
+    assert api(platform_admin).get(path).status_code == 404
