@@ -28,8 +28,12 @@ def test_outsider_sees_no_other_teams_jobs(outsider: User, job_a: Job, job_b: Jo
 
 
 def test_researcher_sees_only_their_teams_jobs(
-    researcher_a: User, team_admin_a: User, make_job: Callable[..., Job], queue_a: Queue,
-    job_a: Job, job_b: Job,
+    researcher_a: User,
+    team_admin_a: User,
+    make_job: Callable[..., Job],
+    queue_a: Queue,
+    job_a: Job,
+    job_b: Job,
 ) -> None:
     teammate_job = make_job(queue=queue_a, owner=team_admin_a, name="teammate")
     assert set(Job.objects.visible_to(researcher_a)) == {job_a, teammate_job}
@@ -71,7 +75,10 @@ def test_researcher_submits_only_to_open_queues_of_their_team(
 
 
 def test_researcher_cancels_own_job_but_not_a_teammates(
-    researcher_a: User, team_admin_a: User, make_job: Callable[..., Job], queue_a: Queue,
+    researcher_a: User,
+    team_admin_a: User,
+    make_job: Callable[..., Job],
+    queue_a: Queue,
     job_a: Job,
 ) -> None:
     teammate_job = make_job(queue=queue_a, owner=team_admin_a, name="teammate")

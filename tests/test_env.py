@@ -74,7 +74,9 @@ def test_sqlite_url_with_absolute_path_and_memory() -> None:
 
 
 def test_postgres_url_gives_every_connection_setting() -> None:
-    config = parse_database_url("postgres://gp:s%40cret@db.internal:5433/gpuplatform?sslmode=require")
+    config = parse_database_url(
+        "postgres://gp:s%40cret@db.internal:5433/gpuplatform?sslmode=require"
+    )
     assert config == {
         "ENGINE": "django.db.backends.postgresql",
         "NAME": "gpuplatform",
@@ -118,5 +120,9 @@ def test_env_database_uses_the_default_url_when_unset() -> None:
 
 def test_env_database_error_names_the_variable_it_read() -> None:
     with pytest.raises(EnvError, match=r"REPORTING_DATABASE_URL='ftp://x'"):
-        env_database("REPORTING_DATABASE_URL", "", {"REPORTING_DATABASE_URL": "ftp://x"},
-                     base_dir=Path("/app"))
+        env_database(
+            "REPORTING_DATABASE_URL",
+            "",
+            {"REPORTING_DATABASE_URL": "ftp://x"},
+            base_dir=Path("/app"),
+        )

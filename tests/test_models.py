@@ -80,9 +80,7 @@ def test_mig_flavor_learns_its_profile_from_the_resource() -> None:
 
 
 def test_mig_profile_must_match_the_resource() -> None:
-    flavor = Flavor(
-        name="h100-1g.10gb", resource="nvidia.com/mig-1g.10gb", mig_profile="3g.40gb"
-    )
+    flavor = Flavor(name="h100-1g.10gb", resource="nvidia.com/mig-1g.10gb", mig_profile="3g.40gb")
     with pytest.raises(ValidationError) as error:
         flavor.full_clean()
     assert "is MIG profile '1g.10gb', not '3g.40gb'" in messages_of(error.value)["mig_profile"][0]
@@ -102,7 +100,9 @@ def test_flavor_node_selector_must_map_strings_to_strings() -> None:
 
 
 def test_flavor_names_may_contain_dots_for_mig_profiles() -> None:
-    Flavor(name="h100-3g.40gb", resource="nvidia.com/mig-3g.40gb", gpu_equivalent=3 / 7).full_clean()
+    Flavor(
+        name="h100-3g.40gb", resource="nvidia.com/mig-3g.40gb", gpu_equivalent=3 / 7
+    ).full_clean()
 
 
 # --- ServiceClass ---------------------------------------------------------------------------
@@ -138,7 +138,9 @@ def test_queue_weight_must_be_positive(team_a: Team, weight: float) -> None:
     assert_db_rejects(queue.save)
 
 
-def test_queue_name_is_unique_within_a_team_only(queue_a: Queue, team_a: Team, team_b: Team) -> None:
+def test_queue_name_is_unique_within_a_team_only(
+    queue_a: Queue, team_a: Team, team_b: Team
+) -> None:
     with pytest.raises(ValidationError, match="This team already has a queue with this name"):
         Queue(team=team_a, name="main").full_clean()
     assert_db_rejects(lambda: Queue.objects.create(team=team_a, name="main"))

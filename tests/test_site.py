@@ -97,7 +97,9 @@ def test_outsider_navigation_is_empty(client: Client, outsider: User) -> None:
     assert "not a member of any team" in client.get(reverse("home")).content.decode()
 
 
-def test_navigation_links_are_rendered_in_a_labelled_nav(client: Client, finance_user: User) -> None:
+def test_navigation_links_are_rendered_in_a_labelled_nav(
+    client: Client, finance_user: User
+) -> None:
     html = logged_in(client, finance_user).get(reverse("home")).content.decode()
     assert '<nav aria-label="Main">' in html
     assert f'href="{reverse("chargeback")}"' in html

@@ -229,9 +229,7 @@ class Command(BaseCommand):
                 )
                 note(quota, made)
             for username in spec["members"]:
-                membership, made = Membership.objects.get_or_create(
-                    user=users[username], team=team
-                )
+                membership, made = Membership.objects.get_or_create(user=users[username], team=team)
                 note(membership, made)
 
         cluster, made = Cluster.objects.get_or_create(

@@ -1,0 +1,106 @@
+"""The Celery wiring: beat schedules the cycle task every CYCLE_INTERVAL, and a real worker
+process receives tasks through the configured broker (filesystem by default, Redis in CI)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+import time
+import uuid
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from django.db import connection
+
+from gpuplatform.celery import app
+from queues.models import CycleRun
+from queues.tasks import PLACEHOLDER_OUTCOME, run_scheduling_cycle
+
+REPO = Path(__file__).resolve().parent.parent
+CYCLE_TASK = "queues.tasks.run_scheduling_cycle"
+
+
+def test_beat_schedule_runs_the_cycle_task_every_cycle_interval() -> None:
+    entries = [e for e in app.conf.beat_schedule.values() if e["task"] == CYCLE_TASK]
+    assert len(entries) == 1
+    assert entries[0]["schedule"] == timedelta(seconds=settings.CYCLE_INTERVAL)
+
+
+def test_cycle_interval_comes_from_the_environment() -> None:
+    env = {**os.environ, "CYCLE_INTERVAL": "25", "PYTHONPATH": str(REPO)}
+    code = (
+        "from gpuplatform.celery import app; "
+        "entry = app.conf.beat_schedule['scheduling-cycle']; "
+        "print(entry['task'], entry['schedule'].total_seconds())"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == [CYCLE_TASK, "25.0"]
+
+
+def test_cycle_task_is_registered_with_the_app() -> None:
+    app.loader.import_default_modules()
+    assert CYCLE_TASK in app.tasks
+
+
+@pytest.mark.django_db
+def test_cycle_task_placeholder_records_its_run_and_logs_a_tick(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level(logging.INFO, logger="queues.tasks"):
+        run_id = run_scheduling_cycle.apply().get()
+    run = CycleRun.objects.get(pk=run_id)
+    assert run.outcome == PLACEHOLDER_OUTCOME
+    assert run.finished_at is not None and run.finished_at >= run.started_at
+    assert "scheduling cycle tick" in caplog.text
+
+
+def database_url_of_test_database() -> str:
+    db = connection.settings_dict
+    if db["ENGINE"].endswith("sqlite3"):
+        return f"sqlite:///{Path(db['NAME']).resolve()}"
+    auth = db["USER"] + (f":{db['PASSWORD']}" if db["PASSWORD"] else "")
+    port = f":{db['PORT']}" if db["PORT"] else ""
+    return f"postgres://{auth}@{db['HOST'] or 'localhost'}{port}/{db['NAME']}"
+
+
+@pytest.mark.e2e
+@pytest.mark.django_db(transaction=True)
+def test_real_worker_process_executes_a_task_sent_through_the_broker(tmp_path: Path) -> None:
+    queue = f"test-{uuid.uuid4().hex[:12]}"  # a queue of its own: no other worker takes the task
+    env = {**os.environ, "PYTHONPATH": str(REPO), "DATABASE_URL": database_url_of_test_database()}
+    log_path = tmp_path / "worker.log"
+    with log_path.open("w") as log:
+        worker = subprocess.Popen(
+            [
+                sys.executable, "-m", "celery", "-A", "gpuplatform", "worker",
+                "--queues", queue, "--pool", "solo", "--loglevel", "INFO",
+                "--without-gossip", "--without-mingle", "--without-heartbeat",
+                "--hostname", f"{queue}@%h",
+            ],
+            cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+    try:
+        run_scheduling_cycle.apply_async(queue=queue)
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline and not CycleRun.objects.exists():
+            assert worker.poll() is None, f"worker exited:\n{log_path.read_text()}"
+            time.sleep(0.5)
+        run = CycleRun.objects.first()
+        assert run is not None, f"no task executed in 90 s; worker log:\n{log_path.read_text()}"
+        assert run.worker.startswith(queue)  # executed by our worker process, not in-process
+        assert run.outcome == PLACEHOLDER_OUTCOME
+    finally:
+        worker.terminate()
+        try:
+            worker.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            worker.kill()
+            worker.wait()
+    assert "scheduling cycle tick" in log_path.read_text()
