@@ -32,15 +32,16 @@ from typing import Any
 from django.db import transaction
 
 from accounting import rating
-from accounting.models import UsageRecord
+from accounting.models import AccrualMark, UsageRecord
 from accounting.pricing import gpu_equivalent_of, load_price_list
 from accounting.rating.money import exact_seconds
-from queues.models import Flavor, Job, JobEvent, ServiceClass
+from queues.models import Cluster, Flavor, Job, JobEvent, ServiceClass
 
 logger = logging.getLogger(__name__)
 
+LEDGER_MARK = "usage-ledger"
 STOP_KINDS = ("preempted", "requeued", "failed", "succeeded", "cancelled")
-TIMELINE_KINDS = (*STOP_KINDS, "scaled", "admitted")
+TIMELINE_KINDS = (*STOP_KINDS, "scaled", "admitted", "started")
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,7 @@ class Segment:
     end: datetime
     workers: int
     closed: bool
+    run_start: datetime  # where the run (or the open row) this segment belongs to began
 
 
 @dataclass
@@ -60,26 +62,33 @@ class AccrualReport:
 
 
 def job_segments(
-    job: Job, open_row: UsageRecord | None, events: Sequence[JobEvent], now: datetime
+    job: Job,
+    open_row: UsageRecord | None,
+    events: Sequence[JobEvent],
+    now: datetime,
+    since: datetime | None,
 ) -> list[Segment]:
-    """The job's segments from its open row's start (or its run's start) up to `now`."""
-    segments: list[Segment] = []
+    """The job's segments from its open row's start, and from each run that began since the
+    last accrual (`since`; None: ever), up to `now`."""
+    runs: list[tuple[datetime, int]] = []
     if open_row is not None:
-        run_end, pieces = _follow_run(open_row.start, open_row.workers, events, now)
-        if run_end is None and job.state != Job.State.RUNNING:
+        runs.append((open_row.start, open_row.workers))
+    for item in events:
+        begun = item.kind == "started" and item.at <= now and (since is None or item.at >= since)
+        if begun and (not runs or item.at > runs[-1][0]):
+            runs.append((item.at, _workers_at(job, item.at, events)))
+    running = job.state == Job.State.RUNNING and job.started_at is not None
+    if running and job.started_at <= now and (not runs or job.started_at > runs[-1][0]):
+        runs.append((job.started_at, _workers_at(job, job.started_at, events)))
+    segments: list[Segment] = []
+    for index, (start, workers) in enumerate(runs):
+        following = runs[index + 1][0] if index + 1 < len(runs) else None
+        run_end, pieces = _follow_run(start, workers, events, following or now)
+        if run_end is None and following is not None:
+            run_end = following  # restarted without a recorded stop: close at the restart
+        if run_end is None and not running:
             run_end = job.finished_at or now  # no stop event: fall back to the job's own times
-        if run_end is None and job.started_at is not None and job.started_at > open_row.start:
-            run_end = job.started_at  # restarted without a recorded stop: close at the restart
-        segments += _close(pieces, run_end, now)
-        if run_end is None:
-            return segments
-    if job.state == Job.State.RUNNING and job.started_at is not None and job.started_at <= now:
-        if segments and job.started_at < segments[-1].end:
-            return segments
-        started = job.started_at
-        workers = _workers_at_start(job, events)
-        run_end, pieces = _follow_run(started, workers, events, now)
-        segments += _close(pieces, None, now)
+        segments += _close(pieces, run_end, now, start)
     return segments
 
 
@@ -101,26 +110,23 @@ def _follow_run(
 
 
 def _close(
-    pieces: list[tuple[datetime, int]], run_end: datetime | None, now: datetime
+    pieces: list[tuple[datetime, int]], run_end: datetime | None, now: datetime, run: datetime
 ) -> list[Segment]:
     out = []
     for index, (start, workers) in enumerate(pieces):
         last = index == len(pieces) - 1
         if not last:
-            out.append(Segment(start, pieces[index + 1][0], workers, True))
+            out.append(Segment(start, pieces[index + 1][0], workers, True, run))
         elif run_end is not None:
-            out.append(Segment(start, max(start, run_end), workers, True))
+            out.append(Segment(start, max(start, run_end), workers, True, run))
         else:
-            out.append(Segment(start, max(start, now), workers, False))
+            out.append(Segment(start, max(start, now), workers, False, run))
     return out
 
 
-def _workers_at_start(job: Job, events: Sequence[JobEvent]) -> int:
-    """Workers when the run began: the admission's count if the job was scaled since, else now."""
-    assert job.started_at is not None
-    if not any(e.kind == "scaled" and e.at >= job.started_at for e in events):
-        return job.current_workers
-    admitted = [e for e in events if e.kind == "admitted" and e.at <= job.started_at]
+def _workers_at(job: Job, start: datetime, events: Sequence[JobEvent]) -> int:
+    """Workers when a run began at `start`: from its admission, else the job's current count."""
+    admitted = [e for e in events if e.kind == "admitted" and e.at <= start]
     if admitted and "workers" in admitted[-1].data:
         return int(admitted[-1].data["workers"])
     return job.current_workers
@@ -135,7 +141,7 @@ def split_by_month(segment: Segment) -> list[Segment]:
         boundary = rating.next_month_start(boundary)
     bounds = [segment.start, *cuts, segment.end]
     return [
-        Segment(a, b, segment.workers, segment.closed or index < len(cuts))
+        Segment(a, b, segment.workers, segment.closed or index < len(cuts), segment.run_start)
         for index, (a, b) in enumerate(itertools.pairwise(bounds))
     ]
 
@@ -147,9 +153,16 @@ class _Writer:
         self.price_list: rating.PriceList | None = None
         self.flavors = {f.pk: f for f in Flavor.objects.all()}
         self.classes = {c.pk: c.name for c in ServiceClass.objects.all()}
+        self.flavor_ids = {f.name: f.pk for f in self.flavors.values()}
+        self.cluster_ids = dict(Cluster.objects.values_list("name", "pk"))
 
-    def template(self, job: Job, open_row: UsageRecord | None) -> dict[str, Any] | None:
-        if open_row is not None:
+    def template(
+        self, job: Job, open_row: UsageRecord | None, run_start: datetime, events: list[JobEvent]
+    ) -> dict[str, Any] | None:
+        """What a row of this run records besides its times: the open row's values for the
+        run it continues; for a new run the job's, with the cluster and flavor of its
+        admission (the job may have been requeued since and have none now)."""
+        if open_row is not None and run_start == open_row.start:
             return {
                 name: getattr(open_row, name)
                 for name in (
@@ -162,15 +175,19 @@ class _Writer:
                     "gpu_equivalent",
                 )
             } | {"per_worker": open_row.units // max(open_row.workers, 1)}
-        flavor_id = getattr(getattr(job, "runtime", None), "flavor_id", None)
-        if flavor_id is None or job.cluster_id is None:
-            logger.warning("job %s runs without a flavor or cluster: not accrued", job.pk)
+        admitted = [e for e in events if e.kind == "admitted" and e.at <= run_start]
+        data = admitted[-1].data if admitted else {}
+        flavor_id = self.flavor_ids.get(str(data.get("flavor")))
+        flavor_id = flavor_id or getattr(getattr(job, "runtime", None), "flavor_id", None)
+        cluster_id = self.cluster_ids.get(str(data.get("cluster"))) or job.cluster_id
+        if flavor_id is None or cluster_id is None:
+            logger.warning("job %s ran without a known flavor or cluster: not accrued", job.pk)
             return None
         return {
             "team_id": job.queue.team_id,
             "queue_id": job.queue_id,
             "user_id": job.owner_id,
-            "cluster_id": job.cluster_id,
+            "cluster_id": cluster_id,
             "flavor_id": flavor_id,
             "service_class_id": job.service_class_id,
             "gpu_equivalent": gpu_equivalent_of(self.flavors[flavor_id]),
@@ -206,10 +223,19 @@ class _Writer:
             "currency": self.price_list.currency,
         }
 
-    def write(self, job: Job, open_row: UsageRecord | None, segments: list[Segment]) -> None:
-        values = self.template(job, open_row)
-        if values is None or not segments:
-            return
+    def write(
+        self,
+        job: Job,
+        open_row: UsageRecord | None,
+        segments: list[Segment],
+        events: list[JobEvent],
+    ) -> None:
+        for run_start in sorted({segment.run_start for segment in segments}):
+            values = self.template(job, open_row, run_start, events)
+            if values is not None:
+                self._write_run(job, values, [s for s in segments if s.run_start == run_start])
+
+    def _write_run(self, job: Job, values: dict[str, Any], segments: list[Segment]) -> None:
         per_worker = values.pop("per_worker")
         parts = [part for segment in segments for part in split_by_month(segment)]
         existing = {
@@ -249,11 +275,16 @@ def accrue_usage(now: datetime) -> AccrualReport:
     """Bring the ledger up to `now` (see the module docstring), then check team budgets."""
     report = AccrualReport()
     with transaction.atomic():
+        mark, _ = AccrualMark.objects.select_for_update().get_or_create(name=LEDGER_MARK)
+        since = mark.at
         open_rows = {row.job_id: row for row in UsageRecord.objects.filter(closed=False)}
+        begun = JobEvent.objects.filter(kind="started", at__lte=now)
+        if since is not None:
+            begun = begun.filter(at__gte=since)
         running = Job.objects.filter(
             state=Job.State.RUNNING, started_at__isnull=False, started_at__lte=now
         ).values_list("pk", flat=True)
-        job_ids = set(open_rows) | set(running)
+        job_ids = set(open_rows) | set(running) | set(begun.values_list("job_id", flat=True))
         if job_ids:
             events: dict[int, list[JobEvent]] = defaultdict(list)
             for item in JobEvent.objects.filter(
@@ -264,8 +295,10 @@ def accrue_usage(now: datetime) -> AccrualReport:
             jobs = Job.objects.filter(pk__in=job_ids).select_related("queue", "runtime")
             for job in jobs.order_by("pk"):
                 open_row = open_rows.get(job.pk)
-                segments = job_segments(job, open_row, events[job.pk], now)
-                writer.write(job, open_row, segments)
+                segments = job_segments(job, open_row, events[job.pk], now, since)
+                writer.write(job, open_row, segments, events[job.pk])
+        if since is None or now > since:
+            AccrualMark.objects.filter(name=LEDGER_MARK).update(at=now)
     from accounting.budgets import check_budgets
 
     check_budgets(now)

@@ -80,6 +80,18 @@ class UsageRecord(models.Model):
         return f"job {self.job_id}: {self.units} x {self.flavor_id} [{self.start}, {self.end})"
 
 
+class AccrualMark(models.Model):
+    """Up to when the ledger has been accrued (one row per ledger; runs that began since are
+    looked at by the next accrual, so a run that started and stopped between two accruals is
+    still recorded)."""
+
+    name = models.CharField(max_length=40, primary_key=True)
+    at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"{self.name} accrued up to {self.at}"
+
+
 class FlavorPrice(models.Model):
     """Price of one unit of `flavor` per hour from `effective_from` on (history is kept)."""
 
