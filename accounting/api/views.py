@@ -8,7 +8,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from django.db.models import QuerySet
-from django.http import StreamingHttpResponse
+from django.http import Http404, StreamingHttpResponse
 from django.utils import timezone
 from rest_framework import mixins, permissions, viewsets
 from rest_framework.exceptions import NotFound, ValidationError
@@ -68,7 +68,7 @@ class ParameterNegotiation(DefaultContentNegotiation):
     def select_renderer(self, request: Any, renderers: Any, format_suffix: Any = None) -> Any:
         try:
             return super().select_renderer(request, renderers, format_suffix)
-        except NotFound:
+        except (NotFound, Http404):
             raise ValidationError({"format": ["Unknown format: use json or csv."]}) from None
 
 
