@@ -20,7 +20,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
-MONEY = {"max_digits": 18, "decimal_places": 4}
+MONEY = {"max_digits": 18, "decimal_places": 2}  # ACCOUNTING_CURRENCY has 2 minor units
 HOURS = {"max_digits": 18, "decimal_places": 6}
 
 
