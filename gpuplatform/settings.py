@@ -138,7 +138,7 @@ REST_FRAMEWORK = {
 # REDIS_URL is the broker. Unset, Celery uses kombu's filesystem transport: messages are files in
 # var/celery/messages (producer and consumer share that folder: kombu's "data_folder_out" of the
 # sender must be the "data_folder_in" of the worker), consumed ones move to var/celery/processed.
-CELERY_BROKER_URL = env_str("REDIS_URL") or "filesystem://"
+CELERY_BROKER_URL = env_str("REDIS_URL") or "filesystem://localhost/"
 CELERY_FILESYSTEM_DIR = VAR_DIR / "celery"
 CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = {}
 if CELERY_BROKER_URL.startswith("filesystem://"):

@@ -6,6 +6,8 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin
+from django.contrib.auth.admin import GroupAdmin, UserAdmin
+from django.contrib.auth.models import Group, User
 from django.http import HttpRequest
 
 from gpuplatform import access
@@ -26,8 +28,9 @@ from queues.models import (
 )
 
 
-class PlatformModelAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
-    """Platform admins manage these objects; the rule lives in gpuplatform.access."""
+class PlatformPermissions:
+    """Platform admins (superusers or the platform-admin group) manage these objects, without
+    per-model Django permissions; the rule lives in gpuplatform.access."""
 
     def has_module_permission(self, request: HttpRequest) -> bool:
         return access.is_platform_admin(request.user)
@@ -43,6 +46,25 @@ class PlatformModelAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return access.is_platform_admin(request.user)
+
+
+class PlatformModelAdmin(PlatformPermissions, admin.ModelAdmin):  # type: ignore[type-arg]
+    pass
+
+
+# Users and groups too (memberships pick users), for the platform-admin group as well.
+admin.site.unregister(User)
+admin.site.unregister(Group)
+
+
+@admin.register(User)
+class PlatformUserAdmin(PlatformPermissions, UserAdmin):  # type: ignore[type-arg]
+    pass
+
+
+@admin.register(Group)
+class PlatformGroupAdmin(PlatformPermissions, GroupAdmin):
+    pass
 
 
 class MembershipInline(admin.TabularInline):  # type: ignore[type-arg]

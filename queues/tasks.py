@@ -17,8 +17,14 @@ logger = logging.getLogger(__name__)
 
 
 @shared_task(name="queues.tasks.run_scheduling_cycle", ignore_result=True)
-def run_scheduling_cycle() -> str:
-    """Run one scheduling cycle; returns its one-line summary."""
+def run_scheduling_cycle() -> int | None:
+    """Run one scheduling cycle; returns its ``CycleRun`` id (None: skipped, lease taken)."""
     hostname = getattr(run_scheduling_cycle.request, "hostname", None) or ""
     report = run_cycle(worker=hostname)
-    return report.summary()
+    logger.info(
+        "scheduling cycle tick (cycle run %s on %s): %s",
+        report.cycle_run_id,
+        hostname or "eager",
+        report.summary(),
+    )
+    return report.cycle_run_id

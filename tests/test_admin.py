@@ -103,3 +103,17 @@ def test_kubernetes_cluster_without_credentials_shows_a_form_error(admin_client_
 )
 def test_admin_lists_filter_and_search(admin_client_: Client, queue_a: Any, url: str) -> None:
     assert admin_client_.get(url).status_code == 200
+
+
+def test_platform_admin_group_member_manages_users_and_memberships(
+    admin_client_: Client, platform_admin: User, researcher_a: User, team_a: Any
+) -> None:
+    assert not platform_admin.is_superuser
+    assert admin_client_.get("/admin/auth/user/").status_code == 200
+    assert admin_client_.get("/admin/queues/membership/add/").status_code == 200
+    autocomplete = admin_client_.get(
+        "/admin/autocomplete/",
+        {"app_label": "queues", "model_name": "membership", "field_name": "user", "term": "rae"},
+    )
+    assert autocomplete.status_code == 200
+    assert researcher_a.username in autocomplete.content.decode()

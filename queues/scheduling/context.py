@@ -106,7 +106,9 @@ def _workers_of(cap: Capacity, job: AdmittedJob) -> Workers:
 _workers_cache: dict[int, tuple[AdmittedJob, object, Workers]] = {}
 
 
-def _cached_workers(cap: Capacity, job: AdmittedJob, fresh: dict[int, tuple[AdmittedJob, object, Workers]]) -> Workers:
+def _cached_workers(
+    cap: Capacity, job: AdmittedJob, fresh: dict[int, tuple[AdmittedJob, object, Workers]]
+) -> Workers:
     """``_workers_of``, remembered per (immutable) job object and node numbering."""
     hit = _workers_cache.get(id(job))
     if hit is not None and hit[0] is job and hit[1] is cap.index:
@@ -180,8 +182,8 @@ def build_context(snapshot: Snapshot, policy: Policy) -> CycleContext:
         )
     _workers_cache.clear()
     _workers_cache.update(fresh)
-    for (q, f), units in sorted(usage.items()):
-        quota.add(q, f, units)
+    for (q, f), total in sorted(usage.items()):
+        quota.add(q, f, total)
     # victims still in their grace period: only what exceeds the preemptor's share is extra
     for name, victims in held.items():
         pre = preemptors.get(name)
@@ -192,8 +194,8 @@ def build_context(snapshot: Snapshot, policy: Policy) -> CycleContext:
         v_units: dict[tuple[str, int], int] = {}
         for v in victims:
             for i, w in _workers_of(cap, v).items():
-                key = (v.flavor, i)
-                v_units[key] = v_units.get(key, 0) + w * v.gpus_per_worker
+                vkey = (v.flavor, i)
+                v_units[vkey] = v_units.get(vkey, 0) + w * v.gpus_per_worker
         for (f, i), u in v_units.items():
             extra = u - p_units.get((f, i), 0)
             if extra > 0:

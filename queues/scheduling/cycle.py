@@ -308,8 +308,9 @@ class _Cycle:
         for r in elastic:
             room = ctx.quota.headroom(r.queue, r.flavor)
             if not r.cls.can_borrow:
-                room = min(room, ctx.quota.nominal(r.queue, r.flavor) - ctx.quota.used(r.queue,
-                                                                                        r.flavor))
+                room = min(
+                    room, ctx.quota.nominal(r.queue, r.flavor) - ctx.quota.used(r.queue, r.flavor)
+                )
             extra = min(r.max_workers - r.count, room // r.g)
             if extra <= 0:
                 continue
@@ -343,9 +344,7 @@ class _Cycle:
                 domain = self.ctx.cap.domain[topo.level]
                 mine = {domain[i] for i in r.workers}
                 rest = {i: f for i, f in rest.items() if domain[i] in mine}
-            more = place_in_cluster(
-                self.ctx.cap, r.cluster, r.flavor, extra, 1, r.g, None, rest
-            )
+            more = place_in_cluster(self.ctx.cap, r.cluster, r.flavor, extra, 1, r.g, None, rest)
             for i, w in (more or {}).items():
                 added[i] = added.get(i, 0) + w
         return added
@@ -364,9 +363,13 @@ class _Cycle:
             flavor = job.flavors[0] if job.flavors else ""
             reason, flavor = self.blocked_reason.get(job.name, (explain.CAPACITY, flavor))
             blocker = ""
-            if self.head_blocker is not None and job.name != self.head_blocker and (
-                reason not in (explain.TOO_LARGE, explain.NO_FLAVOR)
-                and job.name not in self.blocked_reason
+            if (
+                self.head_blocker is not None
+                and job.name != self.head_blocker
+                and (
+                    reason not in (explain.TOO_LARGE, explain.NO_FLAVOR)
+                    and job.name not in self.blocked_reason
+                )
             ):
                 reason, blocker = explain.HEAD_OF_LINE, self.head_blocker
             estimate: float | None = None

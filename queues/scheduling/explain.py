@@ -54,8 +54,8 @@ class PendingInfo:
         text = self._reason_text()
         if self.reserved:
             text += (
-                f" It is next in line: GPUs are reserved for it as running jobs end, and other "
-                f"jobs may use them meanwhile only if they finish first."
+                " It is next in line: GPUs are reserved for it as running jobs end, and other "
+                "jobs may use them meanwhile only if they finish first."
             )
         if self.estimated_start is not None:
             text += f" Estimated start: t={_n(self.estimated_start)}."

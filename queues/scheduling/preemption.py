@@ -219,9 +219,11 @@ def plan_preemption(
         for order, c in enumerate(cands):
             if c.name in chosen:
                 continue
-            elastic = c.min_workers is not None and c.count > c.min_workers
-            removed = _shrink_workers(c, c.count - c.min_workers) if elastic else dict(c.workers)
-            assert c.min_workers is not None or not elastic
+            floor = c.min_workers
+            if floor is not None and c.count > floor:
+                removed = _shrink_workers(c, c.count - floor)  # rule 6: shrink first
+            else:
+                removed = dict(c.workers)
             reason = s.reason_for(c, sum(removed.values()) * c.g)
             if reason is None:
                 continue

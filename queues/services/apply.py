@@ -34,23 +34,33 @@ def clock(moment: datetime) -> str:
 
 
 class Applier:
-    def __init__(self, live: LiveSnapshot, report: CycleReport) -> None:
+    def __init__(self, live: LiveSnapshot, result: engine.CycleResult, report: CycleReport) -> None:
         self.live = live
         self.now = live.now
         self.report = report
         self.events: list[JobEvent] = []
         self.effects: list[fx.Effect] = []
+        decided = {d.job for d in (*result.admits, *result.stops, *result.scales)}
+        # the jobs decisions change, as model instances (their current rows)
+        self.jobs: dict[str, Job] = {
+            str(pk): job
+            for pk, job in Job.objects.select_related(
+                "queue__team", "queue__cohort", "service_class", "cluster", "runtime"
+            )
+            .in_bulk([int(name) for name in decided])
+            .items()
+        }
 
     def label(self, name: str | None) -> str:
         if name is None:
             return "an unknown job"
-        job = self.live.jobs.get(name)
-        return job_label(job) if job is not None else f"#{name}"
+        row = self.live.jobs.get(name)
+        return row.label if row is not None else f"#{name}"
 
     # -- stops ---------------------------------------------------------------------------------
     def stop(self, decision: engine.Stop) -> None:
-        job = self.live.jobs[decision.job]
-        if job.state not in (Job.State.ADMITTED, Job.State.RUNNING):
+        job = self.jobs.get(decision.job)
+        if job is None or job.state not in (Job.State.ADMITTED, Job.State.RUNNING):
             return
         cluster_id = job.cluster_id
         release = when(decision.release_at)
@@ -86,7 +96,7 @@ class Applier:
 
     def _stop_text(self, job: Job, decision: engine.Stop, release: datetime) -> str:
         by = self.label(decision.by)
-        preemptor = self.live.jobs.get(decision.by or "")
+        preemptor = self.jobs.get(decision.by or "")
         their_queue = queue_key(preemptor.queue) if preemptor is not None else "?"
         mine = queue_key(job.queue)
         if release > self.now:
@@ -139,8 +149,8 @@ class Applier:
 
     # -- scales --------------------------------------------------------------------------------
     def scale(self, decision: engine.Scale) -> None:
-        job = self.live.jobs[decision.job]
-        if job.state not in (Job.State.ADMITTED, Job.State.RUNNING):
+        job = self.jobs.get(decision.job)
+        if job is None or job.state not in (Job.State.ADMITTED, Job.State.RUNNING):
             return
         g = job.gpus_per_worker
         placement = {node: units // g for node, units in decision.placement.items() if units}
@@ -168,8 +178,8 @@ class Applier:
 
     # -- admissions ----------------------------------------------------------------------------
     def admit(self, decision: engine.Admit) -> None:
-        job = self.live.jobs[decision.job]
-        if job.state != Job.State.PENDING:
+        job = self.jobs.get(decision.job)
+        if job is None or job.state != Job.State.PENDING:
             return
         cluster = self.live.clusters[decision.cluster]
         flavor = self.live.flavors[decision.flavor]
@@ -239,16 +249,14 @@ class Applier:
 
     # -- pending explanations ------------------------------------------------------------------
     def explain(self, result: engine.CycleResult) -> None:
-        candidates: dict[int, tuple[Job, explain.PendingInfo, str, datetime | None]] = {}
+        candidates: dict[int, tuple[explain.PendingInfo, str, datetime | None]] = {}
         for name, info in result.pending.items():
-            job = self.live.jobs.get(name)
-            if job is None or job.state != Job.State.PENDING:
+            row = self.live.jobs.get(name)
+            if row is None or row.state != Job.State.PENDING:
                 continue
             message, estimate = self._message(info)
-            runtime = self._runtime(job)
-            old = (runtime.pending_reason, runtime.pending_message) if runtime else ("", "")
-            if old != (info.reason, message):
-                candidates[job.pk] = (job, info, message, estimate)
+            if (row.pending_reason or "", row.pending_message or "") != (info.reason, message):
+                candidates[row.pk] = (info, message, estimate)
         # what the rows hold now (another run may have written the same explanation already)
         current = {
             pk: (reason, message)
@@ -257,20 +265,20 @@ class Applier:
             ).values_list("job_id", "pending_reason", "pending_message")
         }
         changed: list[JobRuntime] = []
-        for pk, (job, info, message, estimate) in candidates.items():
+        for pk, (info, message, estimate) in candidates.items():
             old_reason, old_message = current.get(pk, ("", ""))
             if (old_reason, old_message) == (info.reason, message):
                 continue
             changed.append(
                 JobRuntime(
-                    job_id=job.pk,
+                    job_id=pk,
                     pending_reason=info.reason,
                     pending_message=message,
                     estimated_start=estimate,
                 )
             )
             if old_reason != info.reason:
-                self.events.append(event(job, "pending", message, self.now, reason=info.reason))
+                self.events.append(event(pk, "pending", message, self.now, reason=info.reason))
         if changed:
             JobRuntime.objects.bulk_create(
                 changed,
@@ -313,7 +321,7 @@ def apply_result(
     live: LiveSnapshot, result: engine.CycleResult, report: CycleReport
 ) -> list[fx.Effect]:
     """Write ``result`` to the database; returns the cluster effects to run after commit."""
-    applier = Applier(live, report)
+    applier = Applier(live, result, report)
     for stop in result.stops:
         applier.stop(stop)
     for scale in result.scales:

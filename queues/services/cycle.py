@@ -47,7 +47,6 @@ def run_cycle(
         return report
     started = time.perf_counter()
     try:
-        run = CycleRun.objects.create(started_at=moment, worker=worker or holder)
         effects = observe.sync_clusters(moment, report)
         with transaction.atomic():
             observe.finish_stops(moment, report)
@@ -59,7 +58,7 @@ def run_cycle(
             transaction.on_commit(lambda: _carry_out(effects, now))
         accrue_usage(moment)  # accounting: the usage ledger up to this cycle (accounting/ledger.py)
         report.duration_seconds = time.perf_counter() - started
-        _record(run, report)
+        _record(report, worker or holder)
     finally:
         lease.release(holder)
     logger.info("%s (%.3f s)", report.summary(), report.duration_seconds)
@@ -83,11 +82,16 @@ def _unique(effects: list[Effect]) -> list[Effect]:
     return out
 
 
-def _record(run: CycleRun, report: CycleReport) -> None:
+def _record(report: CycleReport, worker: str) -> None:
+    """A ``CycleRun`` row (written once the cycle is done) and the duration histogram."""
     duration = report.duration_seconds
-    run.finished_at = timezone.now()
-    run.outcome = report.summary()
-    run.save(update_fields=["finished_at", "outcome"])
+    run = CycleRun.objects.create(
+        started_at=report.now,
+        finished_at=timezone.now(),
+        worker=worker,
+        outcome=report.summary(),
+    )
+    report.cycle_run_id = run.pk
     name = "gpuplatform_cycle_duration_seconds"
     for bound in DURATION_BUCKETS:
         if duration <= bound:

@@ -16,6 +16,7 @@ class CycleReport:
     pending: int = 0
     degraded: list[str] = field(default_factory=list)
     duration_seconds: float = 0.0
+    cycle_run_id: int | None = None  # the CycleRun row that records it
 
     def add(self, kind: str, text: str) -> None:
         """Count one ``kind`` of decision or observation and keep its line."""

@@ -79,3 +79,46 @@ def test_rerunning_a_cycle_at_the_same_moment_admits_and_stops_nothing_twice(
     )
     assert report.counts["admitted"] == 0
     assert report.counts["preempted"] == 0
+
+
+def test_launch_lost_in_a_crash_after_commit_is_redone_by_the_next_cycle(
+    world, submit, reload, cycle, django_capture_on_commit_callbacks
+):
+    from queues.models import SimulatedWorkload
+    from queues.services import run_cycle
+
+    job = submit(gpus=8)
+    with django_capture_on_commit_callbacks(execute=False):  # the worker died after commit
+        run_cycle(now=T0)
+    assert reload(job).state == Job.State.ADMITTED
+    assert not SimulatedWorkload.objects.exists()
+
+    cycle(later(1))
+    assert SimulatedWorkload.objects.filter(job_id=str(job.pk)).count() == 1
+    cycle(later(2))
+
+    job = reload(job)
+    assert job.state == Job.State.RUNNING
+    assert kinds(job).count("admitted") == 1
+
+
+def test_elastic_job_starts_smaller_and_grows_into_freed_gpus(world, submit, cycle, reload):
+    short = submit(gpus=8, name="short", duration_hint=600)
+    cycle(T0)
+    elastic = submit(
+        gpus=4, workers=4, min_workers=1, name="elastic", at=later(1), duration_hint=86400
+    )
+    cycle(later(2))
+    elastic = reload(elastic)
+    assert elastic.state == Job.State.ADMITTED
+    assert elastic.current_workers == 2
+
+    cycle(later(12))  # short ends after 10 s: its node comes free
+    cycle(later(13))
+
+    elastic = reload(elastic)
+    assert reload(short).state == Job.State.SUCCEEDED
+    assert elastic.current_workers == 4
+    assert sum(elastic.placement.values()) == 4
+    assert "Grew from 2 to 4 workers" in last_message(elastic, "scaled")
+    assert len(elastic.runtime.worker_nodes) == 4

@@ -148,11 +148,7 @@ def test_platform_admin_fails_and_recovers_a_node_from_the_admin_site(world, cli
     client.force_login(admin)
     node = world.nodes[0]
 
-    client.post(
-        "/admin/queues/node/", {"action": "fail_node", "_selected_action": [node.pk]}
-    )
+    client.post("/admin/queues/node/", {"action": "fail_node", "_selected_action": [node.pk]})
     assert not Node.objects.get(pk=node.pk).ready
-    client.post(
-        "/admin/queues/node/", {"action": "recover_node", "_selected_action": [node.pk]}
-    )
+    client.post("/admin/queues/node/", {"action": "recover_node", "_selected_action": [node.pk]})
     assert Node.objects.get(pk=node.pk).ready

@@ -44,8 +44,7 @@ def queue(
         f: Quota(n, borrowing_limit=borrowing_limit, lending_limit=lending_limit)
         for f, n in nominals.items()
     }
-    return Queue(name, quotas, team=name, cohort=cohort, weight=weight,
-                 decayed_usage=decayed_usage)
+    return Queue(name, quotas, team=name, cohort=cohort, weight=weight, decayed_usage=decayed_usage)
 
 
 def pending(
@@ -146,7 +145,15 @@ def scenario(jobs: list[dict[str, Any]], **overrides: Any) -> Scenario:
         ],
         "queues": [{"name": "q", "quotas": {"h100": {"nominal": 16}}}],
         "jobs": [
-            {"queue": "q", "class": "std", "workers": 1, "flavor": "h100", "duration": 100, **j}
+            {
+                "queue": "q",
+                "class": "std",
+                "workers": 1,
+                "gpus_per_worker": 1,
+                "flavor": "h100",
+                "duration": 100,
+                **j,
+            }
             for j in jobs
         ],
     }

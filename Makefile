@@ -1,0 +1,38 @@
+# gpuplatform developer commands. `make demo` and `make test` work on a fresh machine with
+# Python 3.11; everything is installed into .venv (an existing .venv, even a symlink, is used).
+
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.gpuplatform-install-stamp
+
+.PHONY: install demo test lint clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+
+# Reinstall when pyproject.toml changes (or when the venv itself was recreated).
+$(STAMP): pyproject.toml | $(PY)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: install
+	$(PY) manage.py migrate --no-input
+	$(PY) manage.py seed_demo
+	$(PY) scripts/demo.py
+
+test: install
+	$(PY) -m pytest
+
+lint: install
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+	$(PY) -m mypy
+	$(PY) manage.py check
+	$(PY) manage.py makemigrations --check --dry-run
+
+clean:
+	rm -rf var staticfiles .pytest_cache .mypy_cache .ruff_cache
