@@ -47,6 +47,7 @@ INSTALLED_APPS = [
     "rest_framework.authtoken",
     "queues",
     "accounting",
+    "audit",
 ]
 
 MIDDLEWARE = [
