@@ -38,7 +38,7 @@ from accounting.chargeback import (
     row_values,
 )
 from accounting.models import ClassMultiplier, FlavorPrice, Statement, UsageRecord
-from accounting.pricing import RELATED, currency
+from accounting.pricing import RELATED, currency, record_price_change
 from gpuplatform import access
 
 MEASURES = ("gpu_hours", "gpu_equivalent_hours", "cost")
@@ -216,16 +216,7 @@ class _PriceHistoryViewSet(
 
     def perform_create(self, serializer: Any) -> None:
         instance = serializer.save()
-        _record_change(self.request.user, instance)
-
-
-def _record_change(actor: Any, instance: Any) -> None:
-    """Price changes go to the change history when the audit app is installed."""
-    try:
-        import audit  # type: ignore[import-not-found]
-    except ImportError:
-        return
-    audit.record_changes(actor, instance, None, instance)
+        record_price_change(self.request.user, instance)
 
 
 class FlavorPriceViewSet(_PriceHistoryViewSet):

@@ -166,3 +166,17 @@ def test_statement_month_filter_must_be_a_month(finance_user):
 
     assert response.status_code == 400
     assert "month" in response.json()
+
+
+def test_a_new_price_is_recorded_in_the_change_history(h100_price, platform_admin):
+    from audit import history_for
+
+    client_for(platform_admin).post(
+        "/api/v1/prices/",
+        {"flavor": "h100", "price_per_unit_hour": "3.10", "effective_from": "2026-05-01T00:00Z"},
+    )
+
+    price = FlavorPrice.objects.get(price_per_unit_hour=Decimal("3.10"))
+    changes = {entry.field: entry.new for entry in history_for(price)}
+    assert changes["price_per_unit_hour"] == "3.100000"
+    assert changes["flavor"] == "h100"
