@@ -113,6 +113,18 @@ def _inside(period: Period) -> Q:
     return Q(start__gte=period.start, end__lte=period.end, closed=True, cost__isnull=False)
 
 
+def _edge(period: Period) -> Q:
+    """Overlapping rows the database cannot sum: open or unpriced ones, and closed ones cut by
+    the period's start or end. Rows never cross a UTC month boundary, so a row cut by a moment
+    starts in that moment's month: the bounds keep these lookups to narrow index ranges."""
+    return (
+        Q(closed=False)
+        | Q(cost__isnull=True)
+        | Q(start__lt=period.start, start__gte=rating.month_start(period.start))
+        | Q(end__gt=period.end, start__gte=rating.month_start(period.end))
+    )
+
+
 def _fields(keys: Sequence[str]) -> list[str]:
     return [f"{key}_id" for key in keys]
 
@@ -121,7 +133,7 @@ def _edge_totals(
     records: QuerySet[UsageRecord], period: Period, keys: Sequence[str]
 ) -> dict[tuple[int, ...], Totals]:
     """Rows overlapping the period that the database cannot sum: priced here, clipped."""
-    edges = overlapping(records, period).exclude(_inside(period)).select_related(*RELATED)
+    edges = overlapping(records, period).filter(_edge(period)).select_related(*RELATED)
     out: dict[tuple[int, ...], Totals] = {}
     price_list: rating.PriceList | None = None
     for record in edges.iterator(chunk_size=2000):
