@@ -63,10 +63,15 @@ class CSVRenderer(BaseRenderer):
 
 
 class ParameterNegotiation(DefaultContentNegotiation):
-    """An unknown ?format= is a 400 naming the parameter, not a 404."""
+    """?format= wins over the Accept header (an export link works from any client); an unknown
+    format is a 400 naming the parameter, not a 404."""
 
     def select_renderer(self, request: Any, renderers: Any, format_suffix: Any = None) -> Any:
+        wanted = format_suffix or request.query_params.get(self.settings.URL_FORMAT_OVERRIDE)
         try:
+            if wanted:
+                renderer = self.filter_renderers(renderers, wanted)[0]
+                return renderer, renderer.media_type
             return super().select_renderer(request, renderers, format_suffix)
         except (NotFound, Http404):
             raise ValidationError({"format": ["Unknown format: use json or csv."]}) from None
