@@ -146,7 +146,7 @@ class ChargebackView(APIView):
         )
 
 
-class UsagePagination(PageNumberPagination):
+class AccountingPagination(PageNumberPagination):
     page_size = 100
     page_size_query_param = "page_size"
     max_page_size = 1000
@@ -157,7 +157,7 @@ class UsageViewSet(viewsets.ReadOnlyModelViewSet):
     start and end (rows overlapping [start, end))."""
 
     serializer_class = UsageRecordSerializer
-    pagination_class = UsagePagination
+    pagination_class = AccountingPagination
 
     def get_queryset(self) -> QuerySet[UsageRecord]:
         params = self.request.query_params
@@ -218,6 +218,7 @@ class _PriceHistoryViewSet(
     what was charged stays explainable."""
 
     permission_classes = [permissions.IsAuthenticated, PricePermission]
+    pagination_class = None  # a short history per flavor or class
 
     def perform_create(self, serializer: Any) -> None:
         instance = serializer.save()
@@ -242,6 +243,7 @@ class StatementViewSet(viewsets.ReadOnlyModelViewSet):
     """Monthly statements with their lines. Filters: team, month (YYYY-MM), status."""
 
     serializer_class = StatementSerializer
+    pagination_class = AccountingPagination
 
     def get_queryset(self) -> QuerySet[Statement]:
         params = self.request.query_params
