@@ -133,7 +133,12 @@ def _edge_totals(
     records: QuerySet[UsageRecord], period: Period, keys: Sequence[str]
 ) -> dict[tuple[int, ...], Totals]:
     """Rows overlapping the period that the database cannot sum: priced here, clipped."""
-    edges = overlapping(records, period).filter(_edge(period)).select_related(*RELATED)
+    edges = (
+        overlapping(records, period)
+        .filter(_edge(period))
+        .select_related(*RELATED)
+        .order_by()  # no ORDER BY: it would steer a server-side cursor to a full index walk
+    )
     out: dict[tuple[int, ...], Totals] = {}
     price_list: rating.PriceList | None = None
     for record in edges.iterator(chunk_size=2000):
@@ -174,13 +179,13 @@ class Labels:
 
 
 def grouped_totals(
-    records: QuerySet[UsageRecord], period: Period, keys: Sequence[str]
+    records: QuerySet[UsageRecord], period: Period, keys: Sequence[str], *, stream: bool = False
 ) -> Iterator[tuple[tuple[int, ...], Totals]]:
     """(group ids, totals) per group, streamed from a database aggregation (ordered by the ids),
     with the edge rows' charges merged in. Raises `rating.RatingError` when an open or edge
     row's flavor has no price in force -- before the first row, so a stream never breaks off."""
     edges = _edge_totals(records, period, keys)
-    return _merged(records, period, keys, edges)
+    return _merged(records, period, keys, edges, stream)
 
 
 def _merged(
@@ -188,6 +193,7 @@ def _merged(
     period: Period,
     keys: Sequence[str],
     edges: dict[tuple[int, ...], Totals],
+    stream: bool,
 ) -> Iterator[tuple[tuple[int, ...], Totals]]:
     fields = _fields(keys)
     aggregated = (
@@ -200,7 +206,9 @@ def _merged(
         )
         .order_by(*fields)
     )
-    for item in aggregated.iterator(chunk_size=2000):
+    # Streaming reads the groups through a server-side cursor (memory stays flat however many
+    # groups); otherwise one plain query, which PostgreSQL may run in parallel.
+    for item in aggregated.iterator(chunk_size=2000) if stream else list(aggregated):
         ids = tuple(item[field] for field in fields)
         totals = edges.pop(ids, None) or Totals()
         totals.add(item["gpu_hours"], item["gpu_equivalent_hours"], item["cost"])
@@ -210,10 +218,10 @@ def _merged(
 
 
 def chargeback_rows(
-    records: QuerySet[UsageRecord], period: Period, keys: Sequence[str]
+    records: QuerySet[UsageRecord], period: Period, keys: Sequence[str], *, stream: bool = False
 ) -> Iterator[Row]:
     """`grouped_totals` with readable group names (prices checked before the first row)."""
-    groups = grouped_totals(records, period, keys)
+    groups = grouped_totals(records, period, keys, stream=stream)
     labels = Labels(keys)
     return (Row(labels.group(keys, ids), totals) for ids, totals in groups)
 

@@ -286,7 +286,8 @@ def stream_year_csv() -> None:
         ("one month", f"{YEAR}-06-01", f"{YEAR}-07-01"),
         ("one year", f"{YEAR}-01-01", f"{YEAR + 1}-01-01"),
     ):
-        scanned = UsageRecord.objects.filter(start__lt=end, end__gt=start).count()
+        lower, upper = (datetime.fromisoformat(d).replace(tzinfo=UTC) for d in (start, end))
+        scanned = UsageRecord.objects.filter(start__lt=upper, end__gt=lower).count()
         seconds, lines, size, peak = stream_csv(start, end, group_by)
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         print(

@@ -124,7 +124,7 @@ class ChargebackView(APIView):
             records = records.filter(team__name=request.query_params["team"])
         try:
             if request.accepted_renderer.format == "csv":
-                rows = chargeback_rows(records, period, keys)
+                rows = chargeback_rows(records, period, keys, stream=True)
                 response = StreamingHttpResponse(
                     csv_lines(rows, keys, currency()), content_type="text/csv; charset=utf-8"
                 )
