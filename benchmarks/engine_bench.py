@@ -21,10 +21,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from generate import generate  # noqa: E402
+from generate import generate
 
-from queues.scheduling.scenario import parse_scenario  # noqa: E402
-from queues.scheduling.simulate import simulate  # noqa: E402
+from queues.scheduling.scenario import parse_scenario
+from queues.scheduling.simulate import simulate
 
 
 def main(argv: Sequence[str] | None = None) -> int:

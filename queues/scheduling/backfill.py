@@ -18,9 +18,11 @@ from queues.scheduling.placement import place
 def release_schedule(ctx: CycleContext, flavor: str) -> list[tuple[float, int, int, str]]:
     """(time, node index, units, queue) at which GPUs of ``flavor`` are expected to come free."""
     events = list(ctx.releases.get(flavor, ()))
+    now = ctx.now
     for r in ctx.running:
         if r.flavor == flavor and r.workers:
-            events.extend((r.est_end, i, w * r.g, r.queue) for i, w in r.workers.items())
+            end = max(now, r.est_end)  # a job past its estimate is expected to end any moment
+            events.extend((end, i, w * r.g, r.queue) for i, w in r.workers.items())
     events.sort()
     return events
 
@@ -58,7 +60,9 @@ def find_reservation(ctx: CycleContext, job: PendingJob, flavors: list[str]) -> 
                     units = {i: w * g for i, w in p.workers.items()}
                     spare = {i: free[i] - units[i] for i in units}
                     room = quota.headroom(job.queue, flavor) - need
-                    best = Reservation(job.name, t, p.cluster, flavor, units, spare, job.queue, room)
+                    best = Reservation(
+                        job.name, t, p.cluster, flavor, units, spare, job.queue, room
+                    )
                     break
             if pos >= len(events):
                 break

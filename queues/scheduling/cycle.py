@@ -211,6 +211,7 @@ class _Cycle:
             ctx.quota.add(r.queue, flavor, -removed_units)
             release_at = now + r.cls.grace_period
             release = max(release, release_at)
+            ctx.mutated.append((r, dict(r.workers)))
             if v.stops:
                 ctx.stops.append(Stop(r.name, v.reason, job.name, release_at))
                 r.workers = {}
@@ -235,10 +236,13 @@ class _Cycle:
         units = {i: w * job.gpus_per_worker for i, w in plan.placement.workers.items()}
         ctx.cap.take(flavor, units)
         if release > now:
-            # the victims' GPUs are held for the preemptor until it starts
+            # the victims' GPUs are held for the preemptor until it starts, and the victims
+            # keep counting against their queues' quota until their grace period ends
             for i in list(free):
                 if free[i] > before.get(i, 0):
                     free[i] = before.get(i, 0)
+            for v in plan.victims:
+                ctx.quota.add(v.job.queue, flavor, sum(v.removed.values()) * v.job.g)
         # capacity came free: shapes that failed may fit now
         self.failed_shapes = {k: v for k, v in self.failed_shapes.items() if k[0] != flavor}
         total = sum(units.values())
@@ -308,8 +312,9 @@ class _Cycle:
         for r in elastic:
             room = ctx.quota.headroom(r.queue, r.flavor)
             if not r.cls.can_borrow:
-                room = min(room, ctx.quota.nominal(r.queue, r.flavor) - ctx.quota.used(r.queue,
-                                                                                        r.flavor))
+                room = min(
+                    room, ctx.quota.nominal(r.queue, r.flavor) - ctx.quota.used(r.queue, r.flavor)
+                )
             extra = min(r.max_workers - r.count, room // r.g)
             if extra <= 0:
                 continue
@@ -320,6 +325,7 @@ class _Cycle:
             if not added:
                 continue
             units = {i: w * r.g for i, w in added.items()}
+            ctx.mutated.append((r, dict(r.workers)))
             ctx.cap.take(r.flavor, units)
             ctx.quota.add(r.queue, r.flavor, sum(units.values()))
             for i, w in added.items():
@@ -343,9 +349,7 @@ class _Cycle:
                 domain = self.ctx.cap.domain[topo.level]
                 mine = {domain[i] for i in r.workers}
                 rest = {i: f for i, f in rest.items() if domain[i] in mine}
-            more = place_in_cluster(
-                self.ctx.cap, r.cluster, r.flavor, extra, 1, r.g, None, rest
-            )
+            more = place_in_cluster(self.ctx.cap, r.cluster, r.flavor, extra, 1, r.g, None, rest)
             for i, w in (more or {}).items():
                 added[i] = added.get(i, 0) + w
         return added
@@ -364,9 +368,13 @@ class _Cycle:
             flavor = job.flavors[0] if job.flavors else ""
             reason, flavor = self.blocked_reason.get(job.name, (explain.CAPACITY, flavor))
             blocker = ""
-            if self.head_blocker is not None and job.name != self.head_blocker and (
-                reason not in (explain.TOO_LARGE, explain.NO_FLAVOR)
-                and job.name not in self.blocked_reason
+            if (
+                self.head_blocker is not None
+                and job.name != self.head_blocker
+                and (
+                    reason not in (explain.TOO_LARGE, explain.NO_FLAVOR)
+                    and job.name not in self.blocked_reason
+                )
             ):
                 reason, blocker = explain.HEAD_OF_LINE, self.head_blocker
             estimate: float | None = None

@@ -54,8 +54,8 @@ class PendingInfo:
         text = self._reason_text()
         if self.reserved:
             text += (
-                f" It is next in line: GPUs are reserved for it as running jobs end, and other "
-                f"jobs may use them meanwhile only if they finish first."
+                " It is next in line: GPUs are reserved for it as running jobs end, and other "
+                "jobs may use them meanwhile only if they finish first."
             )
         if self.estimated_start is not None:
             text += f" Estimated start: t={_n(self.estimated_start)}."
@@ -67,7 +67,7 @@ class PendingInfo:
             f"(nominal {self.nominal}) and this job needs {self.need}"
         )
 
-    def _reason_text(self) -> str:  # noqa: PLR0911 - one branch per reason
+    def _reason_text(self) -> str:
         r = self.reason
         if r == QUOTA_NOMINAL:
             return (

@@ -219,9 +219,11 @@ def plan_preemption(
         for order, c in enumerate(cands):
             if c.name in chosen:
                 continue
-            elastic = c.min_workers is not None and c.count > c.min_workers
-            removed = _shrink_workers(c, c.count - c.min_workers) if elastic else dict(c.workers)
-            assert c.min_workers is not None or not elastic
+            floor = c.min_workers
+            if floor is not None and c.count > floor:
+                removed = _shrink_workers(c, c.count - floor)  # rule 6: shrink first
+            else:
+                removed = dict(c.workers)
             reason = s.reason_for(c, sum(removed.values()) * c.g)
             if reason is None:
                 continue
@@ -278,6 +280,10 @@ def _give_back(s: _Search, placement: Placement) -> None:
         g = v.job.g
         for i in sorted(v.removed):
             room = quota.headroom(v.job.queue, s.flavor) // g
+            if v.job.queue == s.job.queue and not s.cls.can_borrow:
+                # the preemptor may not borrow: its queue must stay within nominal
+                left = quota.nominal(s.job.queue, s.flavor) - quota.used(s.job.queue, s.flavor)
+                room = min(room, left // g)
             back = min(v.removed[i], after.get(i, 0) // g, max(0, room))
             if back <= 0:
                 continue

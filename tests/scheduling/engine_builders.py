@@ -44,8 +44,7 @@ def queue(
         f: Quota(n, borrowing_limit=borrowing_limit, lending_limit=lending_limit)
         for f, n in nominals.items()
     }
-    return Queue(name, quotas, team=name, cohort=cohort, weight=weight,
-                 decayed_usage=decayed_usage)
+    return Queue(name, quotas, team=name, cohort=cohort, weight=weight, decayed_usage=decayed_usage)
 
 
 def pending(

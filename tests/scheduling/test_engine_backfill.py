@@ -9,8 +9,7 @@ from tests.scheduling.engine_builders import nodes, pending, queue, running, sna
 
 def _blocked_gang(*small: tuple[str, float]) -> Snapshot:
     """12 of 16 GPUs busy until t=1000; a 16-GPU gang waits; small 2-GPU jobs follow."""
-    busy = [running("busy", "q", {"n0": 8, "n1": 4}, gpus=4, estimated_runtime=1000,
-                    started_at=0)]
+    busy = [running("busy", "q", {"n0": 8, "n1": 4}, gpus=4, estimated_runtime=1000, started_at=0)]
     jobs = [pending("gang", "q", gpus=8, workers=2, submitted_at=1, estimated_runtime=500)]
     jobs += [
         pending(name, "q", gpus=2, submitted_at=2 + i, estimated_runtime=runtime)

@@ -25,8 +25,10 @@ def test_a_failed_node_stops_every_job_with_a_worker_on_it() -> None:
 def test_a_job_past_its_max_runtime_is_stopped_and_not_requeued() -> None:
     limited = ServiceClass("std", priority=100, max_runtime=500)
     classes = (*[c for c in CLASSES if c.name != "std"], limited)
-    busy = [running("old", "q", {"n0": 1}, started_at=0), running("new", "q", {"n0": 1},
-                                                                  started_at=900)]
+    busy = [
+        running("old", "q", {"n0": 1}, started_at=0),
+        running("new", "q", {"n0": 1}, started_at=900),
+    ]
     result = run_cycle(
         snapshot([Node("n0", {"h100": 8})], [queue("q", 16)], busy, now=1000, classes=classes)
     )
@@ -40,12 +42,13 @@ def _events(report: dict[str, Any], job: str) -> list[tuple[Any, str]]:
 def test_node_failure_requeues_the_gang_with_its_original_submit_time() -> None:
     sc = scenario(
         [
-            {"name": "gang", "submit_at": 5, "workers": 2, "gpus_per_worker": 8,
-             "duration": 1000},
+            {"name": "gang", "submit_at": 5, "workers": 2, "gpus_per_worker": 8, "duration": 1000},
             {"name": "later", "submit_at": 500, "gpus_per_worker": 8, "duration": 1000},
         ],
-        events=[{"at": 100, "node": "n0", "action": "fail"},
-                {"at": 400, "node": "n0", "action": "recover"}],
+        events=[
+            {"at": 100, "node": "n0", "action": "fail"},
+            {"at": 400, "node": "n0", "action": "recover"},
+        ],
     )
     report = simulate(sc)
     gang = _events(report, "gang")
@@ -62,10 +65,20 @@ def test_node_failure_requeues_the_gang_with_its_original_submit_time() -> None:
 
 def test_checkpoints_keep_work_done_before_a_preemption() -> None:
     sc = scenario(
-        [{"name": "ck", "submit_at": 0, "gpus_per_worker": 8, "workers": 2, "duration": 1000,
-          "checkpoint_interval": 300}],
-        events=[{"at": 700, "node": "n1", "action": "fail"},
-                {"at": 800, "node": "n1", "action": "recover"}],
+        [
+            {
+                "name": "ck",
+                "submit_at": 0,
+                "gpus_per_worker": 8,
+                "workers": 2,
+                "duration": 1000,
+                "checkpoint_interval": 300,
+            }
+        ],
+        events=[
+            {"at": 700, "node": "n1", "action": "fail"},
+            {"at": 800, "node": "n1", "action": "recover"},
+        ],
     )
     report = simulate(sc)
     row = next(j for j in report["jobs"] if j["name"] == "ck")
@@ -88,12 +101,13 @@ def test_max_runtime_fails_the_job_in_the_report() -> None:
 def test_cancel_removes_a_pending_job_and_stops_a_running_one() -> None:
     sc = scenario(
         [
-            {"name": "run", "submit_at": 0, "gpus_per_worker": 8, "workers": 2,
-             "duration": 1000},
+            {"name": "run", "submit_at": 0, "gpus_per_worker": 8, "workers": 2, "duration": 1000},
             {"name": "wait", "submit_at": 1, "gpus_per_worker": 8, "duration": 100},
         ],
-        events=[{"at": 50, "job": "wait", "action": "cancel"},
-                {"at": 200, "job": "run", "action": "cancel"}],
+        events=[
+            {"at": 50, "job": "wait", "action": "cancel"},
+            {"at": 200, "job": "run", "action": "cancel"},
+        ],
     )
     report = simulate(sc)
     states = {j["name"]: j["state"] for j in report["jobs"]}

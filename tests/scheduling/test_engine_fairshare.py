@@ -47,8 +47,10 @@ def test_slurm_factors_per_queue_use_fractions_of_usage_and_weight() -> None:
 def test_a_queue_that_ran_a_burst_last_week_waits_behind_one_that_did_not() -> None:
     burst = fairshare.decay_usage(0.0, 64.0, WEEK, WEEK)  # a week at 64 GPUs, just ended
     queues = [queue("busy", 4, decayed_usage=burst), queue("quiet", 4)]
-    jobs = [pending("b", "busy", gpus=8, submitted_at=0), pending("q", "quiet", gpus=8,
-                                                                 submitted_at=5)]
+    jobs = [
+        pending("b", "busy", gpus=8, submitted_at=0),
+        pending("q", "quiet", gpus=8, submitted_at=5),
+    ]
     cohort = [queue("busy", 4, cohort="c", decayed_usage=burst), queue("quiet", 4, cohort="c")]
     result = run_cycle(snapshot(nodes("n", 1, {"h100": 8}), cohort, (), jobs))
     assert [a.job for a in result.admits] == ["q"]

@@ -20,8 +20,12 @@ def test_a_small_job_fills_a_partly_used_node_and_keeps_empty_nodes_free() -> No
 def test_a_gang_uses_as_few_nodes_as_possible() -> None:
     busy = [running("old", "q", {"n0": 4, "n1": 4}, gpus=4)]
     result = run_cycle(
-        snapshot(nodes("n", 4, {"h100": 8}), [queue("q", 32)], busy,
-                 [pending("g", "q", gpus=4, workers=4)])
+        snapshot(
+            nodes("n", 4, {"h100": 8}),
+            [queue("q", 32)],
+            busy,
+            [pending("g", "q", gpus=4, workers=4)],
+        )
     )
     placement = result.admits[0].placement
     assert len(placement) == 2 and sum(placement.values()) == 16
@@ -51,9 +55,7 @@ def _racks() -> list[Node]:
 def test_required_topology_keeps_the_gang_inside_one_rack() -> None:
     busy = [running("old", "q", {"r1-a": 2, "r2-b": 2}, gpus=2)]
     job = pending("g", "q", gpus=6, workers=2, topology=Topology("rack", True))
-    result = run_cycle(
-        snapshot(_racks(), [queue("q", 32)], busy, [job], topology_levels=("rack",))
-    )
+    result = run_cycle(snapshot(_racks(), [queue("q", 32)], busy, [job], topology_levels=("rack",)))
     placement = result.admits[0].placement
     assert set(placement) in ({"r1-a", "r1-b"}, {"r2-a", "r2-b"})
 
@@ -61,9 +63,7 @@ def test_required_topology_keeps_the_gang_inside_one_rack() -> None:
 def test_required_topology_waits_rather_than_spread_over_racks() -> None:
     busy = [running("old", "q", {"r1-a": 8, "r2-a": 8}, gpus=8)]
     job = pending("g", "q", gpus=8, workers=2, topology=Topology("rack", True))
-    result = run_cycle(
-        snapshot(_racks(), [queue("q", 32)], busy, [job], topology_levels=("rack",))
-    )
+    result = run_cycle(snapshot(_racks(), [queue("q", 32)], busy, [job], topology_levels=("rack",)))
     assert not result.admits
     assert result.pending["g"].reason == "topology"
     assert "single rack" in result.pending["g"].message
@@ -72,18 +72,14 @@ def test_required_topology_waits_rather_than_spread_over_racks() -> None:
 def test_preferred_topology_spreads_when_no_single_rack_fits() -> None:
     busy = [running("old", "q", {"r1-a": 8, "r2-a": 8}, gpus=8)]
     job = pending("g", "q", gpus=8, workers=2, topology=Topology("rack", False))
-    result = run_cycle(
-        snapshot(_racks(), [queue("q", 32)], busy, [job], topology_levels=("rack",))
-    )
+    result = run_cycle(snapshot(_racks(), [queue("q", 32)], busy, [job], topology_levels=("rack",)))
     assert result.admits[0].placement == {"r1-b": 8, "r2-b": 8}
 
 
 def test_preferred_topology_uses_one_rack_when_it_can() -> None:
     busy = [running("old", "q", {"r1-a": 4}, gpus=4)]
     job = pending("g", "q", gpus=4, workers=3, topology=Topology("rack", False))
-    result = run_cycle(
-        snapshot(_racks(), [queue("q", 32)], busy, [job], topology_levels=("rack",))
-    )
+    result = run_cycle(snapshot(_racks(), [queue("q", 32)], busy, [job], topology_levels=("rack",)))
     placement = result.admits[0].placement
     assert {n[:2] for n in placement} == {"r1"} or {n[:2] for n in placement} == {"r2"}
 
@@ -116,8 +112,14 @@ def test_among_clusters_the_tightest_fit_wins_then_price_then_name() -> None:
     )
     assert result.admits[0].cluster == "cheap"
     result = run_cycle(
-        snapshot([], [queue("q", 32)], (), job, flavors=flavors,
-                 clusters=[Cluster("b", (Node("b0", {"h100": 8}),)), loose])
+        snapshot(
+            [],
+            [queue("q", 32)],
+            (),
+            job,
+            flavors=flavors,
+            clusters=[Cluster("b", (Node("b0", {"h100": 8}),)), loose],
+        )
     )
     assert result.admits[0].cluster == "b"
 
@@ -131,8 +133,12 @@ def test_an_elastic_job_starts_with_the_largest_size_that_fits() -> None:
 
 def test_a_gang_too_large_for_any_cluster_says_so() -> None:
     result = run_cycle(
-        snapshot(nodes("n", 2, {"h100": 8}), [queue("q", 64)], (),
-                 [pending("huge", "q", gpus=8, workers=4)])
+        snapshot(
+            nodes("n", 2, {"h100": 8}),
+            [queue("q", 64)],
+            (),
+            [pending("huge", "q", gpus=8, workers=4)],
+        )
     )
     info = result.pending["huge"]
     assert info.reason == "too-large"

@@ -99,13 +99,11 @@ def test_min_runtime_protects_a_young_job_until_it_has_run_long_enough() -> None
     busy = [running("young", "q", {"n0": 8}, gpus=8, cls="low", started_at=500)]
     jobs = [pending("p", "q", gpus=8, cls="high")]
     early = run_cycle(
-        snapshot(nodes("n", 1, {"h100": 8}), [queue("q", 8)], busy, jobs, now=1000,
-                 classes=classes)
+        snapshot(nodes("n", 1, {"h100": 8}), [queue("q", 8)], busy, jobs, now=1000, classes=classes)
     )
     assert not early.stops
     later = run_cycle(
-        snapshot(nodes("n", 1, {"h100": 8}), [queue("q", 8)], busy, jobs, now=1100,
-                 classes=classes)
+        snapshot(nodes("n", 1, {"h100": 8}), [queue("q", 8)], busy, jobs, now=1100, classes=classes)
     )
     assert stopped(later) == {"young": "priority"}
 
@@ -114,8 +112,7 @@ def test_non_preemptible_jobs_are_never_preempted() -> None:
     busy = [running("prodjob", "a", {"n0": 8}, gpus=8, cls="prod")]
     queues = [queue("a", 0, cohort="c"), queue("b", 8, cohort="c")]
     result = run_cycle(
-        snapshot(nodes("n", 1, {"h100": 8}), queues, busy, [pending("p", "b", gpus=8,
-                                                                    cls="high")])
+        snapshot(nodes("n", 1, {"h100": 8}), queues, busy, [pending("p", "b", gpus=8, cls="high")])
     )
     assert not result.stops and not result.admits
 
@@ -144,8 +141,7 @@ def test_nothing_is_stopped_for_a_job_that_would_still_not_fit() -> None:
 
 def test_an_elastic_victim_is_shrunk_rather_than_stopped() -> None:
     busy = [
-        running("el", "q", {"n0": 6}, cls="low", min_workers=2, requested_workers=6,
-                started_at=9),
+        running("el", "q", {"n0": 6}, cls="low", min_workers=2, requested_workers=6, started_at=9),
         running("rigid", "q", {"n0": 2}, gpus=2, cls="low", started_at=1),
     ]
     result = run_cycle(
@@ -160,20 +156,28 @@ def test_grace_period_delays_the_start_and_holds_the_gpus_for_the_preemptor() ->
     classes = (*[c for c in CLASSES if c.name != "low"], graceful)
     busy = [running("v", "q", {"n0": 8}, cls="low")]
     result = run_cycle(
-        snapshot(nodes("n", 1, {"h100": 8}), [queue("q", 16)], busy,
-                 [pending("p", "q", gpus=4), pending("other", "q", gpus=4, cls="low",
-                                                     submitted_at=5)],
-                 now=1000, classes=classes)
+        snapshot(
+            nodes("n", 1, {"h100": 8}),
+            [queue("q", 16)],
+            busy,
+            [pending("p", "q", gpus=4), pending("other", "q", gpus=4, cls="low", submitted_at=5)],
+            now=1000,
+            classes=classes,
+        )
     )
     assert [(s.job, s.release_at) for s in result.stops] == [("v", 1030)]
     assert [(a.job, a.start_at) for a in result.admits] == [("p", 1030)]
     # the next cycle, during the grace period: the victim's GPUs are still held
-    stopping = running("v", "q", {"n0": 8}, cls="low", stopping=True, release_at=1030,
-                       held_for="p")
+    stopping = running("v", "q", {"n0": 8}, cls="low", stopping=True, release_at=1030, held_for="p")
     waiting = running("p", "q", {"n0": 4}, gpus=4, started_at=None, start_at=1030)  # type: ignore[arg-type]
     nxt = run_cycle(
-        snapshot(nodes("n", 1, {"h100": 8}), [queue("q", 16)], [stopping, waiting],
-                 [pending("other", "q", gpus=4, cls="low", submitted_at=5)], now=1010,
-                 classes=classes)
+        snapshot(
+            nodes("n", 1, {"h100": 8}),
+            [queue("q", 16)],
+            [stopping, waiting],
+            [pending("other", "q", gpus=4, cls="low", submitted_at=5)],
+            now=1010,
+            classes=classes,
+        )
     )
     assert not nxt.admits

@@ -79,5 +79,3 @@ def test_reserved_part_of_nominal_is_never_lent() -> None:
     state.add("a", "h100", 6)
     assert state.headroom("a", "h100") == 0
     assert state.headroom("b", "h100") == 4  # its unlent 4 stay reserved for it
-
-
