@@ -161,6 +161,20 @@ KNOWN_CASES = {
             {"name": "std", "priority": 100},
         ],
     ),
+    # a preemptor waiting for its victims' grace period does not start on a node cordoned
+    # meanwhile (a node that fails meanwhile is handled the same way)
+    "node-cordoned-during-grace": _case(
+        [
+            {"name": "v", "queue": "b", "class": "low", "gpus_per_worker": 4},
+            {"name": "p", "gpus_per_worker": 4, "submit_at": 10},
+        ],
+        clusters=[{"name": "c", "nodes": [{"name": "n0", "gpus": {"gpu": 4}}]}],
+        queues=[
+            {"name": "a", "cohort": "x", "quotas": {"gpu": {"nominal": 4}}},
+            {"name": "b", "cohort": "x", "quotas": {}},
+        ],
+        events=[{"at": 20, "node": "n0", "action": "cordon"}],
+    ),
 }
 
 
