@@ -71,9 +71,12 @@ class CycleContext:
     running: list[RunningJob]
     stops: list[Stop] = field(default_factory=list)
     reservation: Reservation | None = None
-    victim_pools: dict[str, list[RunningJob]] = field(default_factory=dict)
+    victim_pools: dict[str, dict[str, list[RunningJob]]] = field(default_factory=dict)
     # running jobs changed by this cycle (shrunk, grown, stopped), with their workers before
     mutated: list[tuple[RunningJob, Workers]] = field(default_factory=list)
+    # queues with an admitted, not yet started job that may not borrow: they must stay within
+    # nominal until it starts, or it would start borrowing
+    nominal_only: set[str] = field(default_factory=set)
     # known releases (stopping jobs): flavor -> [(time, node, units, queue)]
     releases: dict[str, list[tuple[float, int, int, str]]] = field(default_factory=dict)
 
@@ -138,6 +141,7 @@ class _Incremental:
         self.stopping: set[int] = set()
         self.waiting: dict[str, _Entry] = {}
         self.mutated: list[tuple[RunningJob, Workers]] = []
+        self.on_node: dict[int, set[int]] = {}  # node index -> entries with a worker there
 
     def runtime(self, job: AdmittedJob, cls: ServiceClass) -> float:
         if job.estimated_runtime is not None:
@@ -176,6 +180,8 @@ class _Incremental:
                     free[i] -= u
         ukey = (job.queue, job.flavor)
         self.usage[ukey] = self.usage.get(ukey, 0) + entry.total
+        for i in entry.units:
+            self.on_node.setdefault(i, set()).add(key)
         if job.stopping:
             self.stopping.add(key)
         elif job.started_at is None:
@@ -190,6 +196,8 @@ class _Incremental:
                 if i in free:
                     free[i] += u
         self.usage[(job.queue, job.flavor)] -= entry.total
+        for i in entry.units:
+            self.on_node[i].discard(key)
         self.stopping.discard(key)
         if self.waiting.get(job.name) is entry:
             del self.waiting[job.name]
@@ -206,7 +214,9 @@ def _incremental(snapshot: Snapshot, layout: Layout) -> _Incremental:
             and inc.classes_key is snapshot.service_classes
             and inc.default_runtime == snapshot.default_runtime
         ):
-            for r, workers in reversed(inc.mutated):  # undo last cycle's shrink/grow/stop on the copies
+            for r, workers in reversed(
+                inc.mutated
+            ):  # undo last cycle's shrink/grow/stop on the copies
                 r.workers = dict(workers)
                 r.preemptible_now = r.started_at is not None
             inc.mutated = []
@@ -239,31 +249,42 @@ def build_context(snapshot: Snapshot, policy: Policy) -> CycleContext:
         else:  # its preemptor is gone or started: an ordinary stopping job
             inc.add(id(job), job)
     cap = Capacity(snapshot, inc.free)
-    quota = QuotaState(snapshot.queues)
-    ctx = CycleContext(snapshot, policy, cap, quota, dict(inc.classes), [])
-    ctx.mutated = inc.mutated
     now = snapshot.now
     usage = dict(inc.usage)
+    for job in victims:
+        if job.held_for in inc.waiting:  # counted against its queue until released
+            ukey = (job.queue, job.flavor)
+            usage[ukey] = usage.get(ukey, 0) + job.workers * job.gpus_per_worker
+    quota = QuotaState(snapshot.queues, usage)
+    ctx = CycleContext(snapshot, policy, cap, quota, dict(inc.classes), [])
+    ctx.mutated = inc.mutated
+    for entry in inc.waiting.values():
+        if not ctx.cls(entry.job.service_class).can_borrow:
+            ctx.nominal_only.add(entry.job.queue)
     stopped: set[int] = set()
     timed = {c.name for c in snapshot.service_classes if c.max_runtime is not None}
-    if cap.failed or timed:
-        for key, entry in sorted(entries.items(), key=lambda kv: kv[1].job.name):
-            job = entry.job
-            if job.stopping:
-                continue
-            cls = ctx.cls(job.service_class)
-            reason = None
-            if cap.failed and any(i in cap.failed for i in entry.units):
-                reason = "node-failure"
-            elif (
-                job.service_class in timed
-                and cls.max_runtime is not None
-                and job.started_at is not None
-                and now - job.started_at >= cls.max_runtime
-            ):
-                reason = "max-runtime"
-            if reason is None:
-                continue
+    suspects: set[int] = set()
+    for i in cap.failed:
+        suspects.update(inc.on_node.get(i, ()))
+    if timed:
+        suspects.update(entries)
+    for key in sorted(suspects):
+        entry = entries[key]
+        job = entry.job
+        if job.stopping:
+            continue
+        cls = ctx.cls(job.service_class)
+        reason = None
+        if cap.failed and not cap.failed.isdisjoint(entry.units):
+            reason = "node-failure"
+        elif (
+            job.service_class in timed
+            and cls.max_runtime is not None
+            and job.started_at is not None
+            and now - job.started_at >= cls.max_runtime
+        ):
+            reason = "max-runtime"
+        if reason is not None:
             # stopped whole; its GPUs stay busy (and counted) through its grace period
             release = now + cls.grace_period
             ctx.stops.append(Stop(job.name, reason, None, release, reason == "node-failure"))
@@ -275,6 +296,7 @@ def build_context(snapshot: Snapshot, policy: Policy) -> CycleContext:
         release = job.release_at if job.release_at is not None else now
         rel = ctx.releases.setdefault(job.flavor, [])
         rel.extend((release, i, u, job.queue) for i, u in entries[key].units.items())
+    ctx.stops.sort(key=lambda stop: stop.job)
     ctx.running = [
         e.running for k, e in entries.items() if e.running is not None and k not in stopped
     ]
@@ -287,8 +309,6 @@ def build_context(snapshot: Snapshot, policy: Policy) -> CycleContext:
                 p_units[(pre.job.flavor, i)] = u
         v_units: dict[tuple[str, int], int] = {}
         for v in victims:
-            ukey = (v.queue, v.flavor)
-            usage[ukey] = usage.get(ukey, 0) + v.workers * v.gpus_per_worker
             for i, w in _workers_of(layout, v).items():
                 vkey = (v.flavor, i)
                 v_units[vkey] = v_units.get(vkey, 0) + w * v.gpus_per_worker
@@ -298,7 +318,4 @@ def build_context(snapshot: Snapshot, policy: Policy) -> CycleContext:
             if extra > 0:
                 cap.take(f, {i: extra})
                 ctx.releases.setdefault(f, []).append((release, i, extra, ""))
-    for (q, f), total in sorted(usage.items()):
-        if total:
-            quota.add(q, f, total)
     return ctx

@@ -31,7 +31,7 @@ from queues.scheduling.placement import Placement, Workers, place, place_in_clus
 from queues.scheduling.policies import Policy, get_policy
 from queues.scheduling.preemption import PreemptionPlan, candidates, plan_preemption
 
-MAX_FAILED_PREEMPTIONS = 16  # bound on fruitless preemption searches per cycle
+MAX_FAILED_PREEMPTIONS = 8  # bound on fruitless preemption searches per cycle
 
 
 def rank(ctx: CycleContext, pending: tuple[PendingJob, ...]) -> list[PendingJob]:
@@ -100,6 +100,12 @@ class _Cycle:
                 first_reason = first_reason or (reason, f)
                 continue
             room = ctx.quota.headroom(job.queue, f)
+            if job.queue in ctx.nominal_only:
+                left = ctx.quota.nominal(job.queue, f) - ctx.quota.used(job.queue, f)
+                if least * g > left:
+                    first_reason = first_reason or (explain.QUOTA_HELD, f)
+                    continue
+                room = min(room, left)
             if not cls.can_borrow:
                 room = min(room, ctx.quota.nominal(job.queue, f) - ctx.quota.used(job.queue, f))
             if long_job and res is not None and res.flavor == f and res.queue == job.queue:
@@ -248,6 +254,8 @@ class _Cycle:
         total = sum(units.values())
         borrowing = not ctx.quota.within_nominal(job.queue, flavor, total)
         ctx.quota.add(job.queue, flavor, total)
+        if release > now and not ctx.cls(job.service_class).can_borrow:
+            ctx.nominal_only.add(job.queue)
         self._track(job, plan.placement, flavor, release)
         names = ctx.cap.names
         self.admits.append(
@@ -311,7 +319,7 @@ class _Cycle:
         elastic.sort(key=lambda r: (-r.cls.priority, r.started_at or 0.0, r.name))
         for r in elastic:
             room = ctx.quota.headroom(r.queue, r.flavor)
-            if not r.cls.can_borrow:
+            if not r.cls.can_borrow or r.queue in ctx.nominal_only:
                 room = min(
                     room, ctx.quota.nominal(r.queue, r.flavor) - ctx.quota.used(r.queue, r.flavor)
                 )

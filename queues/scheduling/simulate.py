@@ -119,6 +119,12 @@ class Simulator:
                 self.node_cluster.setdefault(n.name, c.name)
         self.clusters = self._build_clusters()
         self.decayed = {q.name: 0.0 for q in scenario.queues}
+        self.quotas = {
+            q.name: {
+                f: Quota(v.nominal, v.borrowing_limit, v.lending_limit) for f, v in q.quotas.items()
+            }
+            for q in scenario.queues
+        }
         self.jobs = {j.name: SimJob(j, _pending_job(j)) for j in scenario.jobs}
         self.pending: dict[str, SimJob] = {}
         self.admitted: dict[str, SimJob] = {}
@@ -264,10 +270,7 @@ class Simulator:
         queues = tuple(
             Queue(
                 q.name,
-                {
-                    f: Quota(v.nominal, v.borrowing_limit, v.lending_limit)
-                    for f, v in q.quotas.items()
-                },
+                self.quotas[q.name],
                 q.team,
                 q.cohort,
                 q.weight,
@@ -338,11 +341,11 @@ class Simulator:
         self.report.event(t, "scale", **event)
 
     def apply(self, result: CycleResult, t: float) -> None:
+        for sc in result.scales:
+            if sc.by is not None:  # shrunk for a preemptor (possibly stopped below as well)
+                self.scale(sc, t)
         for s in result.stops:
             self.stop(self.jobs[s.job], t, s.reason, s.by, s.release_at, s.requeue)
-        for sc in result.scales:
-            if sc.by is not None:  # shrunk for a preemptor
-                self.scale(sc, t)
         for a in result.admits:
             job = self.pending.pop(a.job)
             job.cluster, job.flavor, job.workers = a.cluster, a.flavor, a.workers
