@@ -218,3 +218,23 @@ def test_node_failure_gives_the_gang_its_grace_period_before_the_requeue(
     job = reload(job)
     assert job.state == Job.State.PENDING
     assert job.submitted_at == T0
+
+
+def test_higher_priority_job_preempts_a_lower_priority_job_of_its_own_queue(
+    world, submit, cycle, reload
+):
+    low = submit(team="a", cls="spot", gpus=8, name="low")
+    other = submit(team="b", gpus=8, name="other-team")
+    cycle(T0)
+    cycle(later(1))
+    high = submit(team="a", cls="production", gpus=8, name="high", at=later(5))
+
+    cycle(later(6))
+
+    assert reload(other).state == Job.State.RUNNING
+    assert reload(low).state == Job.State.PREEMPTED
+    assert (
+        f"Preempted by higher-priority high (#{high.pk}) (class production, priority 1000) "
+        "of the same queue." in last_message(low, "preempted")
+    )
+    assert reload(high).state == Job.State.ADMITTED
