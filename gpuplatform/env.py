@@ -145,3 +145,27 @@ def env_database(
         if name != "DATABASE_URL":
             raise EnvError(str(error).replace("DATABASE_URL", name, 1)) from None
         raise
+
+
+def env_float(
+    name: str,
+    default: float,
+    environ: Mapping[str, str] | None = None,
+    *,
+    minimum: float | None = None,
+    maximum: float | None = None,
+) -> float:
+    """The variable as a number, ``default`` when unset or empty; the bounds are checked."""
+    value = _source(environ).get(name)
+    if value is None or not value.strip():
+        result = default
+    else:
+        try:
+            result = float(value.strip())
+        except ValueError:
+            raise EnvError(f"{name}={value!r} is not a number.") from None
+    if minimum is not None and result < minimum:
+        raise EnvError(f"{name}={result:g} is too small: it must be at least {minimum:g}.")
+    if maximum is not None and result > maximum:
+        raise EnvError(f"{name}={result:g} is too large: it must be at most {maximum:g}.")
+    return result

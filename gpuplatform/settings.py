@@ -13,7 +13,7 @@ from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
 
-from gpuplatform.env import env_bool, env_database, env_int, env_list, env_str
+from gpuplatform.env import env_bool, env_database, env_float, env_int, env_list, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("VAR_DIR", str(BASE_DIR / "var")))
@@ -161,6 +161,18 @@ CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 
 CYCLE_INTERVAL = env_int("CYCLE_INTERVAL", 10, minimum=1)
 """Seconds between two periodic scheduling cycles (Celery beat)."""
+
+SCHEDULER_LEASE_SECONDS = env_int("SCHEDULER_LEASE_SECONDS", 120, minimum=5)
+"""How long one cycle may hold the single-flight lease before another worker may take it over."""
+
+METRICS_TOKEN = env_str("METRICS_TOKEN")
+"""When set, /metrics requires the header ``Authorization: Bearer <METRICS_TOKEN>``."""
+
+SIMULATION_SPEED = env_float("SIMULATION_SPEED", 60.0, minimum=0.001)
+"""Simulated clusters run jobs this many times faster than real time (60: an hour in a minute)."""
+
+SIMULATION_FAILURE_RATE = env_float("SIMULATION_FAILURE_RATE", 0.02, minimum=0.0, maximum=1.0)
+"""Fraction of simulated job runs that fail (deterministic per job id and attempt)."""
 
 CELERY_BEAT_SCHEDULE = {
     "scheduling-cycle": {

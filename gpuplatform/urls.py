@@ -3,6 +3,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from gpuplatform import views
+from queues.metrics import metrics_view
 
 urlpatterns = [
     path("", views.home, name="home"),
@@ -11,4 +12,5 @@ urlpatterns = [
     path("chargeback/", views.chargeback, name="chargeback"),
     path("", include("queues.urls")),
     path("admin/", admin.site.urls),
+    path("metrics", metrics_view, name="metrics"),
 ]

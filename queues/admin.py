@@ -223,6 +223,23 @@ class NodeAdmin(PlatformModelAdmin):
     list_display = ["name", "cluster", "capacity", "schedulable", "ready"]
     list_filter = ["cluster", "schedulable", "ready"]
     search_fields = ["name", "cluster__name"]
+    actions = ["fail_node", "recover_node"]
+
+    @admin.action(description="Fail node (simulate a node failure: its jobs are requeued)")
+    def fail_node(self, request: HttpRequest, queryset: Any) -> None:
+        from queues.services import fail_nodes
+
+        changed = fail_nodes(queryset)
+        self.message_user(
+            request, f"{changed} node(s) marked failed; their jobs are requeued next cycle."
+        )
+
+    @admin.action(description="Recover node (ready again)")
+    def recover_node(self, request: HttpRequest, queryset: Any) -> None:
+        from queues.services import recover_nodes
+
+        changed = recover_nodes(queryset)
+        self.message_user(request, f"{changed} node(s) ready again.")
 
 
 class JobFlavorInline(admin.TabularInline):  # type: ignore[type-arg]

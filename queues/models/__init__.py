@@ -1,6 +1,7 @@
 """The scheduling domain's models, one module per area (re-exported here)."""
 
 from queues.models.jobs import CycleRun, IllegalTransition, Job, JobEvent, JobFlavor
+from queues.models.live import JobRuntime, MetricCounter, SchedulerLease, SimulatedWorkload
 from queues.models.organisation import Cohort, Membership, Queue, Quota, Team
 from queues.models.resources import Cluster, Flavor, Node, ServiceClass
 
@@ -13,10 +14,14 @@ __all__ = [
     "Job",
     "JobEvent",
     "JobFlavor",
+    "JobRuntime",
     "Membership",
+    "MetricCounter",
     "Node",
     "Queue",
     "Quota",
+    "SchedulerLease",
     "ServiceClass",
+    "SimulatedWorkload",
     "Team",
 ]

@@ -58,7 +58,9 @@ def find_reservation(ctx: CycleContext, job: PendingJob, flavors: list[str]) -> 
                     units = {i: w * g for i, w in p.workers.items()}
                     spare = {i: free[i] - units[i] for i in units}
                     room = quota.headroom(job.queue, flavor) - need
-                    best = Reservation(job.name, t, p.cluster, flavor, units, spare, job.queue, room)
+                    best = Reservation(
+                        job.name, t, p.cluster, flavor, units, spare, job.queue, room
+                    )
                     break
             if pos >= len(events):
                 break

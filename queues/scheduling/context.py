@@ -71,6 +71,7 @@ class CycleContext:
     running: list[RunningJob]
     stops: list[Stop] = field(default_factory=list)
     reservation: Reservation | None = None
+    victim_pools: dict[str, list[RunningJob]] = field(default_factory=dict)
     # known releases (stopping jobs): flavor -> [(time, node, units, queue)]
     releases: dict[str, list[tuple[float, int, int, str]]] = field(default_factory=dict)
 
@@ -102,6 +103,22 @@ def _workers_of(cap: Capacity, job: AdmittedJob) -> Workers:
     return out
 
 
+_workers_cache: dict[int, tuple[AdmittedJob, object, Workers]] = {}
+
+
+def _cached_workers(
+    cap: Capacity, job: AdmittedJob, fresh: dict[int, tuple[AdmittedJob, object, Workers]]
+) -> Workers:
+    """``_workers_of``, remembered per (immutable) job object and node numbering."""
+    hit = _workers_cache.get(id(job))
+    if hit is not None and hit[0] is job and hit[1] is cap.index:
+        workers = hit[2]
+    else:
+        workers = _workers_of(cap, job)
+    fresh[id(job)] = (job, cap.index, workers)
+    return dict(workers)
+
+
 def build_context(snapshot: Snapshot, policy: Policy) -> CycleContext:
     """Free capacity and quota usage after every admitted job; failures and overruns stopped."""
     cap = Capacity(snapshot)
@@ -112,16 +129,19 @@ def build_context(snapshot: Snapshot, policy: Policy) -> CycleContext:
     waiting = {j.name for j in snapshot.admitted if j.started_at is None and not j.stopping}
     held: dict[str, list[AdmittedJob]] = {}
     preemptors: dict[str, AdmittedJob] = {}
+    fresh: dict[int, tuple[AdmittedJob, object, Workers]] = {}
+    usage: dict[tuple[str, str], int] = {}
     for job in sorted(snapshot.admitted, key=lambda j: j.name):
         cls = ctx.cls(job.service_class)
-        workers = _workers_of(cap, job)
+        workers = _cached_workers(cap, job, fresh)
         units = {i: w * job.gpus_per_worker for i, w in workers.items()}
         if job.stopping:
             if job.held_for is not None and job.held_for in waiting:
                 held.setdefault(job.held_for, []).append(job)
                 continue
             cap.take(job.flavor, units)
-            quota.add(job.queue, job.flavor, job.workers * job.gpus_per_worker)
+            key = (job.queue, job.flavor)
+            usage[key] = usage.get(key, 0) + job.workers * job.gpus_per_worker
             release = job.release_at if job.release_at is not None else now
             rel = ctx.releases.setdefault(job.flavor, [])
             rel.extend((release, i, u, job.queue) for i, u in units.items())
@@ -137,7 +157,8 @@ def build_context(snapshot: Snapshot, policy: Policy) -> CycleContext:
             ctx.stops.append(Stop(job.name, "max-runtime", None, now, requeue=False))
             continue
         cap.take(job.flavor, units)
-        quota.add(job.queue, job.flavor, job.workers * job.gpus_per_worker)
+        key = (job.queue, job.flavor)
+        usage[key] = usage.get(key, 0) + job.workers * job.gpus_per_worker
         if job.started_at is None:
             preemptors[job.name] = job
         start = job.started_at if job.started_at is not None else (job.start_at or now)
@@ -159,6 +180,10 @@ def build_context(snapshot: Snapshot, policy: Policy) -> CycleContext:
                 preemptible_now=job.started_at is not None,
             )
         )
+    _workers_cache.clear()
+    _workers_cache.update(fresh)
+    for (q, f), total in sorted(usage.items()):
+        quota.add(q, f, total)
     # victims still in their grace period: only what exceeds the preemptor's share is extra
     for name, victims in held.items():
         pre = preemptors.get(name)
@@ -169,8 +194,8 @@ def build_context(snapshot: Snapshot, policy: Policy) -> CycleContext:
         v_units: dict[tuple[str, int], int] = {}
         for v in victims:
             for i, w in _workers_of(cap, v).items():
-                key = (v.flavor, i)
-                v_units[key] = v_units.get(key, 0) + w * v.gpus_per_worker
+                vkey = (v.flavor, i)
+                v_units[vkey] = v_units.get(vkey, 0) + w * v.gpus_per_worker
         for (f, i), u in v_units.items():
             extra = u - p_units.get((f, i), 0)
             if extra > 0:

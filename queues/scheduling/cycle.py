@@ -29,9 +29,9 @@ from queues.scheduling.model import (
 )
 from queues.scheduling.placement import Placement, Workers, place, place_in_cluster
 from queues.scheduling.policies import Policy, get_policy
-from queues.scheduling.preemption import PreemptionPlan, plan_preemption
+from queues.scheduling.preemption import PreemptionPlan, candidates, plan_preemption
 
-MAX_FAILED_PREEMPTIONS = 64  # bound on fruitless preemption searches per cycle
+MAX_FAILED_PREEMPTIONS = 16  # bound on fruitless preemption searches per cycle
 
 
 def rank(ctx: CycleContext, pending: tuple[PendingJob, ...]) -> list[PendingJob]:
@@ -79,7 +79,9 @@ class _Cycle:
         # shapes that failed placement: (flavor, g, topology, limited) -> smallest failing size
         self.failed_shapes: dict[tuple[str, int, object, bool], int] = {}
         self.failed_preemptions = 0
-        self.preempt_failed: set[tuple[object, ...]] = set()
+        # (queue, priority, flavor, g, topology) -> smallest gang size that found no victims
+        self.preempt_failed: dict[tuple[object, ...], int] = {}
+        self.reserve_tried = False
         self.head_blocker: str | None = None
         self.capacity_blocked: set[str] = set()  # flavors some pending job waits for GPUs of
 
@@ -179,14 +181,18 @@ class _Cycle:
         if self.failed_preemptions >= MAX_FAILED_PREEMPTIONS:
             return False
         cls = ctx.cls(job.service_class)
+        least = job.min_workers or job.workers
         for f in job.flavors:
-            key = (job.queue, cls.priority, f, job.gpus_per_worker, job.min_workers or job.workers,
-                   job.topology)
-            if key in self.preempt_failed:
+            key = (job.queue, cls.priority, f, job.gpus_per_worker, job.topology)
+            failed_at = self.preempt_failed.get(key)
+            if failed_at is not None and least >= failed_at:
                 continue
-            plan = plan_preemption(ctx, job, f)
+            cands = candidates(ctx, job, f)
+            if not cands:
+                continue
+            plan = plan_preemption(ctx, job, f, cands)
             if plan is None:
-                self.preempt_failed.add(key)
+                self.preempt_failed[key] = least
                 self.failed_preemptions += 1
                 continue
             self.commit_preemption(job, f, plan)
@@ -302,8 +308,9 @@ class _Cycle:
         for r in elastic:
             room = ctx.quota.headroom(r.queue, r.flavor)
             if not r.cls.can_borrow:
-                room = min(room, ctx.quota.nominal(r.queue, r.flavor) - ctx.quota.used(r.queue,
-                                                                                        r.flavor))
+                room = min(
+                    room, ctx.quota.nominal(r.queue, r.flavor) - ctx.quota.used(r.queue, r.flavor)
+                )
             extra = min(r.max_workers - r.count, room // r.g)
             if extra <= 0:
                 continue
@@ -337,9 +344,7 @@ class _Cycle:
                 domain = self.ctx.cap.domain[topo.level]
                 mine = {domain[i] for i in r.workers}
                 rest = {i: f for i, f in rest.items() if domain[i] in mine}
-            more = place_in_cluster(
-                self.ctx.cap, r.cluster, r.flavor, extra, 1, r.g, None, rest
-            )
+            more = place_in_cluster(self.ctx.cap, r.cluster, r.flavor, extra, 1, r.g, None, rest)
             for i, w in (more or {}).items():
                 added[i] = added.get(i, 0) + w
         return added
@@ -358,14 +363,19 @@ class _Cycle:
             flavor = job.flavors[0] if job.flavors else ""
             reason, flavor = self.blocked_reason.get(job.name, (explain.CAPACITY, flavor))
             blocker = ""
-            if self.head_blocker is not None and job.name != self.head_blocker and (
-                reason not in (explain.TOO_LARGE, explain.NO_FLAVOR)
-                and job.name not in self.blocked_reason
+            if (
+                self.head_blocker is not None
+                and job.name != self.head_blocker
+                and (
+                    reason not in (explain.TOO_LARGE, explain.NO_FLAVOR)
+                    and job.name not in self.blocked_reason
+                )
             ):
                 reason, blocker = explain.HEAD_OF_LINE, self.head_blocker
             estimate: float | None = None
-            if res is not None and res.job == job.name:
-                reason, flavor, estimate = explain.RESERVED, res.flavor, res.start
+            reserved = res is not None and res.job == job.name
+            if res is not None and reserved:
+                estimate = res.start
             elif reason == explain.BEHIND_RESERVATION and res is not None:
                 blocker = res.job
             need = (job.min_workers or job.workers) * job.gpus_per_worker
@@ -396,6 +406,7 @@ class _Cycle:
                 topology_level=job.topology.level if job.topology else "",
                 blocker=blocker,
                 estimated_start=estimate,
+                reserved=reserved,
             )
 
     # -- the walk ------------------------------------------------------------------------------
@@ -417,9 +428,10 @@ class _Cycle:
                 self.capacity_blocked.update(job.flavors)
             if (
                 self.policy.backfill
-                and ctx.reservation is None
+                and not self.reserve_tried
                 and reason not in (explain.TOO_LARGE, explain.NO_FLAVOR)
             ):
+                self.reserve_tried = True  # EASY: only the best-ranked blocked job
                 self.reserve(job)
             if self.policy.head_of_line:
                 self.head_blocker = job.name

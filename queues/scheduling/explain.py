@@ -17,7 +17,6 @@ CAPACITY = "capacity"  # quota fits, but not enough free GPUs of the flavor
 TOPOLOGY = "topology"  # enough free GPUs, but not inside one topology domain
 TOO_LARGE = "too-large"  # no cluster could ever hold the job
 NO_FLAVOR = "no-flavor"  # no schedulable node exposes any acceptable flavor
-RESERVED = "reserved"  # holds the backfill reservation, starts when it comes
 BEHIND_RESERVATION = "behind-reservation"  # would delay the reservation of a better-ranked job
 HEAD_OF_LINE = "head-of-line"  # fifo: waits behind an earlier job
 
@@ -48,10 +47,16 @@ class PendingInfo:
     topology_level: str = ""
     blocker: str = ""  # the job holding the reservation / at the head of the line
     estimated_start: float | None = None
+    reserved: bool = False  # holds the backfill reservation (starts at estimated_start)
 
     @property
     def message(self) -> str:
         text = self._reason_text()
+        if self.reserved:
+            text += (
+                " It is next in line: GPUs are reserved for it as running jobs end, and other "
+                "jobs may use them meanwhile only if they finish first."
+            )
         if self.estimated_start is not None:
             text += f" Estimated start: t={_n(self.estimated_start)}."
         return f"#{self.position} in queue {self.queue}. {text}"
@@ -62,7 +67,7 @@ class PendingInfo:
             f"(nominal {self.nominal}) and this job needs {self.need}"
         )
 
-    def _reason_text(self) -> str:  # noqa: PLR0911 - one branch per reason
+    def _reason_text(self) -> str:
         r = self.reason
         if r == QUOTA_NOMINAL:
             return (
@@ -105,11 +110,6 @@ class PendingInfo:
             return (
                 f"Cannot run now: no schedulable node offers {self.flavor} "
                 f"(nodes may be cordoned or failed)."
-            )
-        if r == RESERVED:
-            return (
-                f"Next to start: {self.need} {self.flavor} are reserved for it as running jobs "
-                f"end; smaller jobs may use them meanwhile only if they finish first."
             )
         if r == BEHIND_RESERVATION:
             return (

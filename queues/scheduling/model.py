@@ -200,4 +200,3 @@ class CycleResult:
     scales: tuple[Scale, ...]
     reservation: Reserve | None
     pending: Mapping[str, PendingInfo]  # every job still pending, by name (empty: explain off)
-

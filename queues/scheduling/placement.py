@@ -15,8 +15,13 @@ from queues.scheduling.model import Snapshot, Topology
 Workers = dict[int, int]  # node index -> workers placed there
 
 
-class Capacity:
-    """Nodes of every cluster, their free units per flavor, and topology domains."""
+class Layout:
+    """The static part of the capacity: node numbering, flavors per node, topology domains.
+
+    It depends only on the clusters, flavors and topology levels of a snapshot, so it is cached
+    on their identity: a caller that passes the same tuples again (the simulator does, until a
+    node changes) skips rebuilding it. The cache changes no result.
+    """
 
     def __init__(self, snapshot: Snapshot) -> None:
         self.levels = snapshot.topology_levels
@@ -25,10 +30,9 @@ class Capacity:
         self.capacity: list[Mapping[str, int]] = []
         self.index: dict[tuple[str, str], int] = {}
         self.failed: set[int] = set()
-        self.usable: set[int] = set()
         # flavor -> cluster -> node indexes (usable nodes exposing the flavor, in name order)
         self.nodes: dict[str, dict[str, list[int]]] = {}
-        self.free: dict[str, dict[int, int]] = {}
+        self.base_free: dict[str, dict[int, int]] = {}
         self.total: dict[str, dict[str, int]] = {}  # flavor -> cluster -> capacity
         self.domain: dict[str, list[tuple[str, ...] | None]] = {lv: [] for lv in self.levels}
         self.price: dict[tuple[str, str], float] = {}
@@ -53,17 +57,47 @@ class Capacity:
                     self.failed.add(i)
                 if node.failed or not node.schedulable:
                     continue
-                self.usable.add(i)
                 for f, units in node.capacity.items():
                     if units <= 0:
                         continue
                     self.nodes.setdefault(f, {}).setdefault(cluster.name, []).append(i)
-                    self.free.setdefault(f, {})[i] = units
+                    self.base_free.setdefault(f, {})[i] = units
                     per = self.total.setdefault(f, {})
                     per[cluster.name] = per.get(cluster.name, 0) + units
             for f in {f for n in cluster.nodes for f in n.capacity}:
                 price = cluster.prices.get(f, flavor_price.get(f))
                 self.price[(cluster.name, f)] = price if price is not None else 0.0
+
+
+_layout_cache: list[tuple[object, object, object, Layout]] = []
+
+
+def layout_of(snapshot: Snapshot) -> Layout:
+    key = (snapshot.clusters, snapshot.flavors, snapshot.topology_levels)
+    for clusters, flavors, levels, layout in _layout_cache:
+        if clusters is key[0] and flavors is key[1] and levels == key[2]:
+            return layout
+    layout = Layout(snapshot)
+    _layout_cache[:] = [(*key, layout)]
+    return layout
+
+
+class Capacity:
+    """Free units per flavor and node for one cycle, over a shared ``Layout``."""
+
+    def __init__(self, snapshot: Snapshot) -> None:
+        layout = layout_of(snapshot)
+        self.levels = layout.levels
+        self.names = layout.names
+        self.cluster_of = layout.cluster_of
+        self.capacity = layout.capacity
+        self.index = layout.index
+        self.failed = layout.failed
+        self.nodes = layout.nodes
+        self.total = layout.total
+        self.domain = layout.domain
+        self.price = layout.price
+        self.free: dict[str, dict[int, int]] = {f: dict(v) for f, v in layout.base_free.items()}
 
     def free_of(self, flavor: str) -> dict[int, int]:
         return self.free.setdefault(flavor, {})

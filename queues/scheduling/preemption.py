@@ -144,24 +144,54 @@ class _Search:
         self.victims = []
 
 
+def victim_pool(ctx: CycleContext, flavor: str) -> list[RunningJob]:
+    """Rule 1, once per cycle and flavor: started, preemptible, past their min_runtime."""
+    pool = ctx.victim_pools.get(flavor)
+    if pool is None:
+        now = ctx.now
+        pool = [
+            r
+            for r in ctx.running
+            if r.preemptible_now
+            and r.flavor == flavor
+            and r.cls.preemptible
+            and r.started_at is not None
+            and now - r.started_at >= r.cls.min_runtime
+        ]
+        ctx.victim_pools[flavor] = pool
+    return pool
+
+
 def candidates(ctx: CycleContext, job: PendingJob, flavor: str) -> list[RunningJob]:
-    """Rule 1 filter and rule 5 order: other queues from the highest share, then own queue."""
+    """Rule 1 filter and rule 5 order: other queues from the highest share, then own queue.
+
+    Other queues' jobs are candidates only while their queue borrows (rules 2 and 3 need it),
+    and only for a preemptor that may reclaim or borrow.
+    """
     cls = ctx.cls(job.service_class)
-    cohort = ctx.quota.cohort.get(job.queue)
-    now = ctx.now
+    quota = ctx.quota
+    cohort = quota.cohort.get(job.queue)
+    least = (job.min_workers or job.workers) * job.gpus_per_worker
+    others = cohort is not None and (
+        cls.can_borrow or quota.within_nominal(job.queue, flavor, least)
+    )
     out: list[RunningJob] = []
-    for r in ctx.running:
-        if not r.preemptible_now or r.flavor != flavor or not r.cls.preemptible:
-            continue
-        if r.started_at is None or now - r.started_at < r.cls.min_runtime:
+    borrowing: dict[str, bool] = {}
+    for r in victim_pool(ctx, flavor):
+        if not r.workers:
             continue
         if r.queue == job.queue:
-            if r.cls.priority >= cls.priority:
-                continue
-        elif cohort is None or ctx.quota.cohort.get(r.queue) != cohort:
-            continue
-        out.append(r)
-    shares = {q: ctx.quota.share(q) for q in {r.queue for r in out}}
+            if r.cls.priority < cls.priority:
+                out.append(r)
+        elif others and quota.cohort.get(r.queue) == cohort:
+            b = borrowing.get(r.queue)
+            if b is None:
+                b = borrowing[r.queue] = quota.borrowing(r.queue, flavor)
+            if b:
+                out.append(r)
+    if not out:
+        return out
+    shares = {q: quota.share(q) for q in {r.queue for r in out}}
 
     def key(r: RunningJob) -> tuple[int, float, int, float, str]:
         own = 1 if r.queue == job.queue else 0
@@ -171,9 +201,10 @@ def candidates(ctx: CycleContext, job: PendingJob, flavor: str) -> list[RunningJ
     return out[:MAX_CANDIDATES]
 
 
-def plan_preemption(ctx: CycleContext, job: PendingJob, flavor: str) -> PreemptionPlan | None:
-    """The minimal set of victims that lets ``job`` start on ``flavor``, or None."""
-    cands = candidates(ctx, job, flavor)
+def plan_preemption(
+    ctx: CycleContext, job: PendingJob, flavor: str, cands: list[RunningJob]
+) -> PreemptionPlan | None:
+    """The minimal set of victims among ``cands`` that lets ``job`` start on ``flavor``."""
     if not cands:
         return None
     s = _Search(ctx, job, flavor)
@@ -188,9 +219,11 @@ def plan_preemption(ctx: CycleContext, job: PendingJob, flavor: str) -> Preempti
         for order, c in enumerate(cands):
             if c.name in chosen:
                 continue
-            elastic = c.min_workers is not None and c.count > c.min_workers
-            removed = _shrink_workers(c, c.count - c.min_workers) if elastic else dict(c.workers)
-            assert c.min_workers is not None or not elastic
+            floor = c.min_workers
+            if floor is not None and c.count > floor:
+                removed = _shrink_workers(c, c.count - floor)  # rule 6: shrink first
+            else:
+                removed = dict(c.workers)
             reason = s.reason_for(c, sum(removed.values()) * c.g)
             if reason is None:
                 continue

@@ -105,17 +105,16 @@ class QuotaState:
     def borrowing(self, queue: str, flavor: str) -> bool:
         return self.usage.get((queue, flavor), 0) > self.limits(queue, flavor).nominal
 
-    def blocked_reason(
-        self, queue: str, flavor: str, units: int, can_borrow: bool
-    ) -> str | None:
+    def blocked_reason(self, queue: str, flavor: str, units: int, can_borrow: bool) -> str | None:
         """None when ``units`` more fit the quota; otherwise the explain reason code."""
         lim = self.limits(queue, flavor)
         used = self.usage.get((queue, flavor), 0)
         after = used + units
+        cohort = self.cohort.get(queue)
         if after <= lim.nominal:
-            if self.cohort.get(queue) is None:
+            if cohort is None:
                 return None
-            pkey = (self.cohort[queue], flavor)  # type: ignore[index]
+            pkey = (cohort, flavor)
             pool_free = self.pool_size.get(pkey, 0) - self.pool_used.get(pkey, 0)
             need = max(0, after - lim.reserved) - max(0, used - lim.reserved)
             return None if need <= pool_free else explain.COHORT_POOL

@@ -203,7 +203,7 @@ class Simulator:
         if cls is not None and cls.min_runtime > 0:
             self.push(t + cls.min_runtime, TIMER)
         if cls is not None and cls.max_runtime is not None:
-            self.push(t + cls.max_runtime, TIMER)
+            self.push(t + cls.max_runtime, TIMER, "max-runtime")
 
     def release(self, job: SimJob, t: float) -> None:
         """GPUs of a stopping job come free; a preempted job goes back to pending."""
@@ -221,8 +221,9 @@ class Simulator:
             job.state = "failed"
             job.ended_at = t
 
-    def stop(self, job: SimJob, t: float, reason: str, by: str | None, release_at: float,
-             requeue: bool) -> None:
+    def stop(
+        self, job: SimJob, t: float, reason: str, by: str | None, release_at: float, requeue: bool
+    ) -> None:
         if job.state == "starting":  # a waiting preemptor lost a node: back to pending
             self.admitted.pop(job.spec.name, None)
             job.state, job.placement, job.admitted = "pending", {}, None
@@ -260,7 +261,10 @@ class Simulator:
         queues = tuple(
             Queue(
                 q.name,
-                {f: Quota(v.nominal, v.borrowing_limit, v.lending_limit) for f, v in q.quotas.items()},
+                {
+                    f: Quota(v.nominal, v.borrowing_limit, v.lending_limit)
+                    for f, v in q.quotas.items()
+                },
                 q.team,
                 q.cohort,
                 q.weight,
@@ -349,8 +353,13 @@ class Simulator:
         key = (res.job, res.start, tuple(sorted(res.nodes.items()))) if res else None
         if res is not None and key != self.last_reservation:
             self.report.event(
-                t, "reserve", job=res.job, start=res.start, cluster=res.cluster,
-                flavor=res.flavor, nodes=dict(res.nodes),
+                t,
+                "reserve",
+                job=res.job,
+                start=res.start,
+                cluster=res.cluster,
+                flavor=res.flavor,
+                nodes=dict(res.nodes),
             )
         self.last_reservation = key
 
@@ -401,8 +410,8 @@ class Simulator:
         if kind == SUBMIT:
             self.submit(self.jobs[name])
             return True
-        if kind == TIMER:
-            return bool(self.pending)
+        if kind == TIMER:  # max_runtime reached, or min_runtime over (matters to waiters)
+            return name == "max-runtime" or bool(self.pending)
         if kind == NODE:
             node, action = name.split("\0")
             key = (self.node_cluster[node], node)

@@ -1,0 +1,238 @@
+"""Benchmark the full live cycle (cluster sync + snapshot + engine + apply) on PostgreSQL.
+
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/gpuplatform_bench \\
+        .venv/bin/python benchmarks/live_cycle_bench.py --jobs 5000
+
+Creates the database if it is missing, migrates it, replaces its scheduling data with a
+generated world (one simulated cluster, ``--nodes`` nodes of 8 GPUs, ``--queues`` queues in
+``--cohorts`` cohorts, ``--jobs`` pending jobs of mixed sizes), then prints:
+
+- the first cycle (it admits what fits and explains every job left pending);
+- ``--cycles`` steady-state cycles (the cluster full, every job still pending) as cycles/second;
+- one steady-state cycle split into its phases: sync, snapshot, engine, apply.
+
+Nothing here is a test: it prints numbers. DESTROYS the scheduling data of the database it uses.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import statistics
+import sys
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+DEFAULT_URL = "postgres://postgres@127.0.0.1:5432/gpuplatform_bench"
+
+
+def ensure_database(url: str) -> None:
+    """CREATE DATABASE when the URL's PostgreSQL database does not exist yet."""
+    import psycopg
+
+    parts = urlsplit(url)
+    name = parts.path.lstrip("/")
+    admin = urlunsplit(parts._replace(scheme="postgresql", path="/postgres"))
+    with psycopg.connect(admin, autocommit=True) as conn:
+        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone()
+        if not exists:
+            conn.execute(f'CREATE DATABASE "{name}"')
+            print(f"created database {name}")
+
+
+def setup_django(url: str) -> None:
+    os.environ["DATABASE_URL"] = url
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gpuplatform.settings")
+    os.environ.setdefault("LOG_LEVEL", "WARNING")
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+
+
+def build_world(nodes: int, queues: int, cohorts: int, jobs: int, seed: int) -> None:
+    from django.contrib.auth.models import User
+    from django.db import transaction
+
+    from queues.models import (
+        Cluster,
+        Cohort,
+        CycleRun,
+        Flavor,
+        Job,
+        JobFlavor,
+        JobRuntime,
+        MetricCounter,
+        Node,
+        Queue,
+        Quota,
+        SchedulerLease,
+        ServiceClass,
+        SimulatedWorkload,
+        Team,
+    )
+
+    rng = random.Random(seed)
+    with transaction.atomic():
+        for model in (SimulatedWorkload, JobRuntime, JobFlavor):
+            model.objects.all().delete()
+        Job.objects.all().delete()
+        for model in (Quota, Queue, Team, Cohort, Node, Cluster, ServiceClass, Flavor):
+            model.objects.all().delete()
+        for model in (CycleRun, MetricCounter, SchedulerLease):
+            model.objects.all().delete()
+        owner, _ = User.objects.get_or_create(username="bench")
+        h100 = Flavor.objects.create(name="h100", resource="nvidia.com/gpu")
+        a100 = Flavor.objects.create(name="a100", resource="nvidia.com/gpu")
+        classes = [
+            ServiceClass.objects.create(
+                name="production",
+                priority=1000,
+                preemptible=False,
+                can_borrow=False,
+                grace_period=300,
+            ),
+            ServiceClass.objects.create(
+                name="standard", priority=100, min_runtime=600, grace_period=120
+            ),
+            ServiceClass.objects.create(name="spot", priority=10, grace_period=30),
+        ]
+        cluster = Cluster.objects.create(name="bench", driver="simulated")
+        Node.objects.bulk_create(
+            Node(
+                cluster=cluster,
+                name=f"node-{i:04d}",
+                capacity={"h100" if i % 4 else "a100": 8},
+                labels={"rack": f"r{i // 8}", "block": f"b{i // 64}"},
+            )
+            for i in range(nodes)
+        )
+        cohort_rows = [Cohort.objects.create(name=f"cohort-{c}") for c in range(cohorts)]
+        total_h100 = sum(8 for i in range(nodes) if i % 4)
+        total_a100 = nodes * 8 - total_h100
+        queue_rows = []
+        for q in range(queues):
+            team = Team.objects.create(name=f"team-{q}")
+            queue = Queue.objects.create(
+                team=team, name="main", cohort=cohort_rows[q % cohorts], weight=1.0 + (q % 3)
+            )
+            Quota.objects.create(queue=queue, flavor=h100, nominal=total_h100 // queues)
+            Quota.objects.create(queue=queue, flavor=a100, nominal=total_a100 // queues)
+            queue_rows.append(queue)
+        start = datetime(2026, 1, 1, tzinfo=UTC)
+        job_rows = []
+        for j in range(jobs):
+            workers = rng.choice([1, 1, 1, 2, 4, 8])
+            job_rows.append(
+                Job(
+                    owner=owner,
+                    queue=rng.choice(queue_rows),
+                    service_class=rng.choice(classes),
+                    name=f"job-{j}",
+                    image="pytorch/pytorch:2.4.0",
+                    workers=workers,
+                    gpus_per_worker=rng.choice([1, 2, 4, 8]) if workers == 1 else 8,
+                    submitted_at=start + timedelta(seconds=j),
+                    estimated_runtime=rng.choice([None, 1800, 3600, 4 * 3600]),
+                    duration_hint=10**6,  # long: nothing finishes during the benchmark
+                )
+            )
+        Job.objects.bulk_create(job_rows, batch_size=1000)
+        links = []
+        for job in job_rows:
+            choice = rng.random()
+            ranked = [h100] if choice < 0.6 else [a100] if choice < 0.8 else [h100, a100]
+            links += [JobFlavor(job=job, flavor=f, rank=r) for r, f in enumerate(ranked)]
+        JobFlavor.objects.bulk_create(links, batch_size=2000)
+        JobRuntime.objects.bulk_create((JobRuntime(job=job) for job in job_rows), batch_size=2000)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--jobs", type=int, default=5000)
+    parser.add_argument("--nodes", type=int, default=64)
+    parser.add_argument("--queues", type=int, default=20)
+    parser.add_argument("--cohorts", type=int, default=4)
+    parser.add_argument("--cycles", type=int, default=10)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    url = os.environ.get("DATABASE_URL") or DEFAULT_URL
+    if url.startswith(("postgres://", "postgresql://")):
+        ensure_database(url)
+    setup_django(url)
+
+    from django.db import connection, reset_queries, transaction
+
+    from queues.models import Job
+    from queues.scheduling.cycle import run_cycle as decide
+    from queues.services import build_snapshot, run_cycle
+    from queues.services.apply import apply_result
+    from queues.services.observe import sync_clusters
+    from queues.services.report import CycleReport
+
+    print(f"database: {connection.vendor} {connection.settings_dict['NAME']}")
+    t = time.perf_counter()
+    build_world(args.nodes, args.queues, args.cohorts, args.jobs, args.seed)
+    print(
+        f"world: {args.jobs} pending jobs, {args.nodes} nodes x 8 GPUs, {args.queues} queues "
+        f"in {args.cohorts} cohorts (built in {time.perf_counter() - t:.1f} s)"
+    )
+
+    now = datetime(2026, 1, 2, tzinfo=UTC)
+    t = time.perf_counter()
+    report = run_cycle(now=now)
+    first = time.perf_counter() - t
+    print(
+        f"first cycle: {first:.3f} s ({report.counts['admitted']} admitted, "
+        f"{report.pending} pending explained)"
+    )
+    now += timedelta(seconds=1)
+    run_cycle(now=now)  # the launched jobs start running
+
+    durations = []
+    for _ in range(args.cycles):
+        now += timedelta(seconds=1)
+        t = time.perf_counter()
+        report = run_cycle(now=now)
+        durations.append(time.perf_counter() - t)
+    mean = statistics.fmean(durations)
+    pending = Job.objects.filter(state="pending").count()
+    active = Job.objects.filter(state__in=["admitted", "running"]).count()
+    print(
+        f"steady state ({active} running, {pending} pending): {args.cycles} cycles, "
+        f"mean {mean * 1000:.0f} ms, max {max(durations) * 1000:.0f} ms, "
+        f"{1 / mean:.2f} cycles/s"
+    )
+
+    now += timedelta(seconds=1)
+    phases: dict[str, float] = {}
+    t = time.perf_counter()
+    sync_clusters(now, CycleReport(now=now))
+    phases["sync"] = time.perf_counter() - t
+    t = time.perf_counter()
+    reset_queries()
+    live = build_snapshot(now)
+    phases["snapshot"] = time.perf_counter() - t
+    t = time.perf_counter()
+    result = decide(live.snapshot)
+    phases["engine"] = time.perf_counter() - t
+    t = time.perf_counter()
+    with transaction.atomic():
+        apply_result(live, result, CycleReport(now=now))
+    phases["apply"] = time.perf_counter() - t
+    print(
+        "one steady-state cycle by phase: "
+        + ", ".join(f"{name} {seconds * 1000:.0f} ms" for name, seconds in phases.items())
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

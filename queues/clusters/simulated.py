@@ -1,0 +1,194 @@
+"""The simulated cluster: the embedded default of ``make demo`` (no Kubernetes needed).
+
+Its nodes are the cluster's ``Node`` rows (admins add them, and fail or recover them from the
+admin site); its workloads are ``SimulatedWorkload`` rows. A launched job "runs" for its
+``duration_hint`` of simulated seconds (else a duration drawn deterministically from its
+estimate), in time accelerated ``SIMULATION_SPEED`` times, then succeeds, or fails for a
+deterministic ``SIMULATION_FAILURE_RATE`` share of runs (decided per job id and attempt, so a
+rerun of the same job can succeed). Stops honour the grace period, accelerated as well.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from queues.clusters.base import (
+    ClusterState,
+    InvalidSpec,
+    LaunchSpec,
+    NodeInfo,
+    WorkerPhase,
+    WorkerStatus,
+    WorkloadConflict,
+    WorkloadStatus,
+    workload_phase,
+)
+from queues.models import Job, Node, SimulatedWorkload
+
+DEFAULT_RUNTIME_RANGE = (600.0, 7200.0)  # simulated seconds, when a job gives no hint at all
+
+
+def unit_draw(*parts: object) -> float:
+    """A number in [0, 1) that depends only on ``parts`` (stable across processes and runs)."""
+    digest = hashlib.sha256(":".join(str(p) for p in parts).encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64
+
+
+def planned_run(job: Job, failure_rate: float) -> tuple[float, bool]:
+    """(simulated seconds until the run ends, whether it ends failed) for this attempt."""
+    attempt = job.preemption_count
+    if job.duration_hint:
+        duration = float(job.duration_hint)
+    elif job.estimated_runtime:
+        # real jobs usually end somewhat before their estimate
+        duration = job.estimated_runtime * (0.5 + 0.5 * unit_draw(job.pk, "duration"))
+    else:
+        low, high = DEFAULT_RUNTIME_RANGE
+        duration = low + (high - low) * unit_draw(job.pk, "duration")
+    fails = unit_draw(job.pk, attempt, "fails") < failure_rate
+    if fails:
+        duration *= 0.1 + 0.8 * unit_draw(job.pk, attempt, "fails-at")
+    return max(duration, 1.0), fails
+
+
+class SimulatedDriver:
+    """`ClusterDriver` of a simulated cluster; ``now`` is the clock (the cycle's time)."""
+
+    nodes_in_database = True  # the Node rows are the truth: the service must not rewrite them
+
+    def __init__(
+        self,
+        cluster_id: int,
+        *,
+        now: Callable[[], datetime] = timezone.now,
+        speed: float | None = None,
+        failure_rate: float | None = None,
+    ) -> None:
+        self.cluster_id = cluster_id
+        self.now = now
+        self.speed = float(settings.SIMULATION_SPEED if speed is None else speed)
+        self.failure_rate = float(
+            settings.SIMULATION_FAILURE_RATE if failure_rate is None else failure_rate
+        )
+
+    def __repr__(self) -> str:
+        return f"SimulatedDriver(cluster={self.cluster_id}, speed={self.speed:g})"
+
+    # -- reading -------------------------------------------------------------------------------
+    def sync(self) -> ClusterState:
+        now = self.now()
+        nodes = list(Node.objects.filter(cluster_id=self.cluster_id).order_by("name"))
+        ready = {node.name: node.ready for node in nodes}
+        SimulatedWorkload.objects.filter(cluster_id=self.cluster_id, gone_at__lte=now).delete()
+        workloads = [
+            self._status(row, now, ready)
+            for row in SimulatedWorkload.objects.filter(cluster_id=self.cluster_id).order_by("pk")
+        ]
+        return ClusterState(
+            nodes=tuple(
+                NodeInfo(
+                    name=node.name,
+                    allocatable=dict(node.capacity),  # by flavor name on a simulated cluster
+                    labels=dict(node.labels),
+                    ready=node.ready,
+                    unschedulable=not node.schedulable,
+                )
+                for node in nodes
+            ),
+            workloads=tuple(workloads),
+        )
+
+    def _status(
+        self, row: SimulatedWorkload, now: datetime, ready: dict[str, bool]
+    ) -> WorkloadStatus:
+        elapsed = max(0.0, (now - row.launched_at).total_seconds()) * self.speed
+        terminating = row.stop_requested_at is not None
+        ended = elapsed >= row.run_seconds and not terminating
+        workers = []
+        for index, node in row.workers:
+            phase = WorkerPhase.RUNNING
+            message = ""
+            if not ready.get(node, False):
+                phase, message = WorkerPhase.UNKNOWN, f"node {node} is not ready"
+            elif ended and not row.fails:
+                phase = WorkerPhase.SUCCEEDED
+            elif ended and index == 0:
+                phase, message = WorkerPhase.FAILED, "simulated failure: exit code 1"
+            workers.append(
+                WorkerStatus(
+                    index=index,
+                    pod_name=f"job-{row.job_id}-{index}",
+                    node=node,
+                    phase=phase,
+                    terminating=terminating,
+                    message=message,
+                )
+            )
+        phases = [w.phase for w in workers]
+        failed = sum(1 for p in phases if p is WorkerPhase.FAILED)
+        return WorkloadStatus(
+            job_id=row.job_id,
+            namespace=row.team,
+            phase=workload_phase(phases),
+            workers=tuple(workers),
+            failed_workers=failed,
+            message=next((w.message for w in workers if w.message), ""),
+        )
+
+    # -- writing -------------------------------------------------------------------------------
+    def launch(self, spec: LaunchSpec) -> None:
+        if not spec.workers:
+            raise InvalidSpec("workers: a launch needs at least one worker")
+        existing = SimulatedWorkload.objects.filter(
+            cluster_id=self.cluster_id, job_id=spec.job_id
+        ).first()
+        if existing is not None:
+            if existing.stop_requested_at is not None:
+                raise WorkloadConflict(
+                    f"job {spec.job_id}: the workers of its previous run are still terminating"
+                )
+            return  # already launched as asked: launching is idempotent
+        job = Job.objects.filter(pk=int(spec.job_id)).first()
+        if job is None:
+            raise InvalidSpec(f"job_id: no job {spec.job_id} exists")
+        run_seconds, fails = planned_run(job, self.failure_rate)
+        try:
+            with transaction.atomic():
+                SimulatedWorkload.objects.create(
+                    cluster_id=self.cluster_id,
+                    job_id=spec.job_id,
+                    team=spec.team,
+                    workers=[[w.index, w.node] for w in sorted(spec.workers, key=_index)],
+                    launched_at=self.now(),
+                    run_seconds=run_seconds,
+                    fails=fails,
+                )
+        except IntegrityError:
+            return  # a concurrent launch of the same job won: fine
+
+    def stop(self, job_id: str, namespace: str, grace_period_seconds: int) -> None:
+        if grace_period_seconds < 0:
+            raise InvalidSpec(f"grace_period_seconds: must be >= 0, got {grace_period_seconds}")
+        now = self.now()
+        gone = now + timedelta(seconds=grace_period_seconds / self.speed)
+        SimulatedWorkload.objects.filter(
+            cluster_id=self.cluster_id, job_id=job_id, stop_requested_at__isnull=True
+        ).update(stop_requested_at=now, gone_at=gone)
+
+    def scale(self, spec: LaunchSpec) -> None:
+        SimulatedWorkload.objects.filter(
+            cluster_id=self.cluster_id, job_id=spec.job_id, stop_requested_at__isnull=True
+        ).update(workers=[[w.index, w.node] for w in sorted(spec.workers, key=_index)])
+
+    def close(self) -> None:
+        return None
+
+
+def _index(worker: object) -> int:
+    return int(worker.index)  # type: ignore[attr-defined]

@@ -1,0 +1,363 @@
+"""Second half of a cycle: write the engine's decisions to the database.
+
+Runs inside the cycle's transaction. Every change is a conditional update on the state the
+snapshot saw (an admit applies only to a job still pending, a stop only to one still holding
+GPUs), so applying the same decisions twice changes nothing the second time. Each transition
+gets a ``JobEvent`` that says why; a pending job's explanation is stored on its runtime row only
+when it changes, with an event only when its reason changes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import UTC, datetime
+
+from queues.models import Job, JobEvent, JobRuntime, Queue
+from queues.scheduling import explain
+from queues.scheduling import model as engine
+from queues.scheduling.fairshare import decay_usage
+from queues.services import counters
+from queues.services import effects as fx
+from queues.services.report import CycleReport
+from queues.services.snapshot import LiveSnapshot, queue_key
+from queues.services.transitions import event, job_label, move, set_runtime
+
+RUNTIME_FIELDS_ON_PENDING = ["pending_reason", "pending_message", "estimated_start"]
+
+
+def when(seconds: float) -> datetime:
+    return datetime.fromtimestamp(seconds, tz=UTC)
+
+
+def clock(moment: datetime) -> str:
+    return f"{moment:%Y-%m-%d %H:%M:%S} UTC"
+
+
+class Applier:
+    def __init__(self, live: LiveSnapshot, result: engine.CycleResult, report: CycleReport) -> None:
+        self.live = live
+        self.now = live.now
+        self.report = report
+        self.events: list[JobEvent] = []
+        self.effects: list[fx.Effect] = []
+        decided = {d.job for d in (*result.admits, *result.stops, *result.scales)}
+        # the jobs decisions change, as model instances (their current rows)
+        self.jobs: dict[str, Job] = {
+            str(pk): job
+            for pk, job in Job.objects.select_related(
+                "queue__team", "queue__cohort", "service_class", "cluster", "runtime"
+            )
+            .in_bulk([int(name) for name in decided])
+            .items()
+        }
+
+    def label(self, name: str | None) -> str:
+        if name is None:
+            return "an unknown job"
+        row = self.live.jobs.get(name)
+        return row.label if row is not None else f"#{name}"
+
+    # -- stops ---------------------------------------------------------------------------------
+    def stop(self, decision: engine.Stop) -> None:
+        job = self.jobs.get(decision.job)
+        if job is None or job.state not in (Job.State.ADMITTED, Job.State.RUNNING):
+            return
+        cluster_id = job.cluster_id
+        release = when(decision.release_at)
+        grace = max(0.0, (release - self.now).total_seconds())
+        text = self._stop_text(job, decision, release)
+        if not decision.requeue:
+            if not move(job, Job.State.FAILED, self.now):
+                return
+            set_runtime(job.pk, stop_reason=decision.reason, release_at=release)
+            kind = "failed"
+        else:
+            if not move(job, Job.State.PREEMPTED, self.now):
+                return
+            kind = "requeued" if decision.reason == "node-failure" else "preempted"
+            stop_by = int(decision.by) if decision.by is not None else None
+            if release <= self.now:
+                move(job, Job.State.PENDING, self.now)
+                set_runtime(
+                    job.pk,
+                    stop_reason=decision.reason,
+                    stop_by=None,
+                    release_at=None,
+                    worker_nodes=[],
+                )
+            else:
+                set_runtime(
+                    job.pk, stop_reason=decision.reason, stop_by_id=stop_by, release_at=release
+                )
+        counters.increment("gpuplatform_preemptions_total", reason=decision.reason)
+        self.effects.append(fx.stop(job, grace, cluster_id))
+        self.events.append(event(job, kind, text, self.now, reason=decision.reason, by=decision.by))
+        self.report.add(kind, f"{job_label(job)}: {text}")
+
+    def _stop_text(self, job: Job, decision: engine.Stop, release: datetime) -> str:
+        by = self.label(decision.by)
+        preemptor = self.jobs.get(decision.by or "")
+        their_queue = queue_key(preemptor.queue) if preemptor is not None else "?"
+        mine = queue_key(job.queue)
+        if release > self.now:
+            grace = int((release - self.now).total_seconds())
+            tail = (
+                f" It stops with a {grace} s grace period (until {clock(release)}), then goes "
+                "back to the queue with its original submission time."
+            )
+        else:
+            tail = " It goes back to the queue with its original submission time."
+        reason = decision.reason
+        if reason == "reclaim":
+            return (
+                f"Preempted by {by} of queue {their_queue}, which reclaims its nominal quota: "
+                f"queue {mine} was borrowing above its nominal quota." + tail
+            )
+        if reason == "fair-share":
+            return (
+                f"Preempted by {by} of queue {their_queue} under fair sharing: queue {mine} "
+                "held a larger share of the cohort's borrowed GPUs." + tail
+            )
+        if reason == "priority":
+            cls = preemptor.service_class if preemptor is not None else None
+            level = f" (class {cls.name}, priority {cls.priority})" if cls is not None else ""
+            return f"Preempted by higher-priority {by}{level} of the same queue." + tail
+        if reason == "node-failure":
+            failed = self._failed_nodes(job)
+            return (
+                f"Node {', '.join(failed) or 'of this job'} failed: the whole gang is stopped "
+                "and requeued with its original submission time."
+            )
+        if reason == "max-runtime":
+            limit = job.service_class.max_runtime
+            return (
+                f"Ran longer than the maximum runtime of class {job.service_class.name} "
+                f"({limit} s): stopped and marked failed."
+            )
+        return f"Stopped ({reason})." + tail
+
+    def _failed_nodes(self, job: Job) -> list[str]:
+        cluster = job.cluster.name if job.cluster is not None else ""
+        failed = {
+            n.name
+            for c in self.live.snapshot.clusters
+            if c.name == cluster
+            for n in c.nodes
+            if n.failed
+        }
+        return sorted(set(job.placement) & failed)
+
+    # -- scales --------------------------------------------------------------------------------
+    def scale(self, decision: engine.Scale) -> None:
+        job = self.jobs.get(decision.job)
+        if job is None or job.state not in (Job.State.ADMITTED, Job.State.RUNNING):
+            return
+        g = job.gpus_per_worker
+        placement = {node: units // g for node, units in decision.placement.items() if units}
+        before = sum(int(c) for c in job.placement.values())
+        updated = Job.objects.filter(
+            pk=job.pk, state=job.state, current_workers=job.current_workers
+        ).update(placement=placement, current_workers=decision.workers)
+        if not updated:
+            return
+        runtime = self._runtime(job)
+        previous = [(int(i), str(n)) for i, n in (runtime.worker_nodes if runtime else [])]
+        set_runtime(job.pk, worker_nodes=[list(w) for w in fx.worker_layout(previous, placement)])
+        job.placement, job.current_workers = placement, decision.workers
+        if decision.reason == "grow":
+            text = f"Grew from {before} to {decision.workers} workers into idle GPUs."
+        else:
+            text = (
+                f"Shrunk from {before} to {decision.workers} workers for {self.label(decision.by)}"
+                f" ({decision.reason})."
+            )
+            counters.increment("gpuplatform_preemptions_total", reason=decision.reason or "")
+        self.effects.append(fx.scale(job))
+        self.events.append(event(job, "scaled", text, self.now, workers=decision.workers))
+        self.report.add("scaled", f"{job_label(job)}: {text}")
+
+    # -- admissions ----------------------------------------------------------------------------
+    def admit(self, decision: engine.Admit) -> None:
+        job = self.jobs.get(decision.job)
+        if job is None or job.state != Job.State.PENDING:
+            return
+        cluster = self.live.clusters[decision.cluster]
+        flavor = self.live.flavors[decision.flavor]
+        g = job.gpus_per_worker
+        placement = {node: units // g for node, units in sorted(decision.placement.items())}
+        job.cluster = cluster
+        job.placement = placement
+        job.current_workers = decision.workers
+        if not move(
+            job,
+            Job.State.ADMITTED,
+            self.now,
+            cluster_id=cluster.pk,
+            placement=placement,
+            current_workers=decision.workers,
+        ):
+            return
+        start = when(decision.start_at)
+        layout = fx.worker_layout([], placement)
+        set_runtime(
+            job.pk,
+            flavor=flavor,
+            borrowing=decision.borrowing,
+            start_at=start,
+            stop_reason="",
+            stop_by=None,
+            release_at=None,
+            worker_nodes=[list(w) for w in layout],
+            pending_reason="",
+            pending_message="",
+            estimated_start=None,
+        )
+        where = ", ".join(
+            f"{node} ({units} {flavor.name})" for node, units in sorted(decision.placement.items())
+        )
+        total = sum(decision.placement.values())
+        queue = queue_key(job.queue)
+        if decision.borrowing:
+            cohort = job.queue.cohort.name if job.queue.cohort else "its cohort"
+            quota = f"borrowing above queue {queue}'s nominal quota from cohort {cohort}"
+        else:
+            quota = f"within queue {queue}'s nominal quota"
+        text = (
+            f"Admitted to cluster {cluster.name} on {where}: {decision.workers} worker(s), "
+            f"{total} {flavor.name} in all, {quota}."
+        )
+        if start > self.now:
+            text += f" Starts at {clock(start)}, when the preempted jobs' grace period ends."
+        else:
+            self.effects.append(fx.launch(job))
+        counters.increment("gpuplatform_admitted_workloads_total", queue=queue)
+        self.events.append(
+            event(
+                job,
+                "admitted",
+                text,
+                self.now,
+                cluster=cluster.name,
+                flavor=flavor.name,
+                placement=dict(decision.placement),
+                workers=decision.workers,
+                borrowing=decision.borrowing,
+                start_at=start.isoformat(),
+            )
+        )
+        self.report.add("admitted", f"{job_label(job)}: {text}")
+
+    # -- pending explanations ------------------------------------------------------------------
+    def explain(self, result: engine.CycleResult) -> None:
+        candidates: dict[int, tuple[explain.PendingInfo, str, datetime | None]] = {}
+        for name, info in result.pending.items():
+            row = self.live.jobs.get(name)
+            if row is None or row.state != Job.State.PENDING:
+                continue
+            message, estimate = self._message(info)
+            if (row.pending_reason or "", row.pending_message or "") != (info.reason, message):
+                candidates[row.pk] = (info, message, estimate)
+        # what the rows hold now (another run may have written the same explanation already)
+        current = {
+            pk: (reason, message)
+            for pk, reason, message in JobRuntime.objects.filter(
+                job_id__in=list(candidates)
+            ).values_list("job_id", "pending_reason", "pending_message")
+        }
+        changed: list[JobRuntime] = []
+        for pk, (info, message, estimate) in candidates.items():
+            old_reason, old_message = current.get(pk, ("", ""))
+            if (old_reason, old_message) == (info.reason, message):
+                continue
+            changed.append(
+                JobRuntime(
+                    job_id=pk,
+                    pending_reason=info.reason,
+                    pending_message=message,
+                    estimated_start=estimate,
+                )
+            )
+            if old_reason != info.reason:
+                self.events.append(event(pk, "pending", message, self.now, reason=info.reason))
+        if changed:
+            JobRuntime.objects.bulk_create(
+                changed,
+                batch_size=500,
+                update_conflicts=True,
+                unique_fields=["job"],
+                update_fields=RUNTIME_FIELDS_ON_PENDING,
+            )
+        self.report.pending = len(result.pending)
+
+    def _message(self, info: explain.PendingInfo) -> tuple[str, datetime | None]:
+        """The engine's sentence with job labels and a wall-clock estimated start."""
+        blocker = self.label(info.blocker) if info.blocker else ""
+        plain = dataclasses.replace(info, estimated_start=None, blocker=blocker)
+        message = plain.message
+        estimate = None
+        if info.estimated_start is not None:
+            estimate = when(info.estimated_start)
+            message += f" Estimated start: {clock(estimate)}."
+        return message, estimate
+
+    def reservation(self, reserve: engine.Reserve | None) -> None:
+        if reserve is None:
+            return
+        nodes = ", ".join(f"{n} ({u})" for n, u in sorted(reserve.nodes.items()))
+        self.report.add(
+            "reserved",
+            f"{self.label(reserve.job)}: {reserve.flavor} on {reserve.cluster} {nodes} from "
+            f"{clock(when(reserve.start))} (backfill may use them only for jobs ending earlier)",
+        )
+
+    def _runtime(self, job: Job) -> JobRuntime | None:
+        try:
+            return job.runtime
+        except JobRuntime.DoesNotExist:
+            return None
+
+
+def apply_result(
+    live: LiveSnapshot, result: engine.CycleResult, report: CycleReport
+) -> list[fx.Effect]:
+    """Write ``result`` to the database; returns the cluster effects to run after commit."""
+    applier = Applier(live, result, report)
+    for stop in result.stops:
+        applier.stop(stop)
+    for scale in result.scales:
+        applier.scale(scale)
+    for admit in result.admits:
+        applier.admit(admit)
+    applier.explain(result)
+    applier.reservation(result.reservation)
+    JobEvent.objects.bulk_create(applier.events, batch_size=500)
+    update_decayed_usage(live)
+    return applier.effects
+
+
+def update_decayed_usage(live: LiveSnapshot) -> None:
+    """Fold what ran since each queue's last update into its decayed usage ``H(q)``.
+
+    The rate is the queue's GPU-equivalents in use at the snapshot. Conditional on the previous
+    update time, so a re-run at the same moment adds nothing.
+    """
+    snap = live.snapshot
+    geq = {f.name: f.gpu_equivalent for f in snap.flavors}
+    rate: dict[str, float] = {}
+    for job in snap.admitted:
+        units = sum(job.placement.values())
+        rate[job.queue] = rate.get(job.queue, 0.0) + units * geq.get(job.flavor, 1.0)
+    for key, queue in live.queues.items():
+        previous = queue.decayed_usage_at
+        if previous is None:
+            Queue.objects.filter(pk=queue.pk, decayed_usage_at__isnull=True).update(
+                decayed_usage_at=live.now
+            )
+            continue
+        elapsed = (live.now - previous).total_seconds()
+        if elapsed <= 0:
+            continue
+        value = decay_usage(queue.decayed_usage, rate.get(key, 0.0), elapsed, snap.half_life)
+        Queue.objects.filter(pk=queue.pk, decayed_usage_at=previous).update(
+            decayed_usage=max(0.0, value), decayed_usage_at=live.now
+        )

@@ -1,0 +1,186 @@
+"""Side effects on clusters (launch, stop, scale), run after the cycle's transaction commits.
+
+The database says what should run; these calls make the clusters match. Each is idempotent and
+each failure is safe: the next cycle compares the clusters with the database again and retries
+what is missing (a launch that never happened, a stop that did not reach the cluster).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db import transaction
+from django.utils import timezone
+
+from queues.clusters.base import (
+    ClusterUnavailable,
+    DriverError,
+    LaunchSpec,
+    WorkerPlacement,
+    WorkloadConflict,
+)
+from queues.clusters.factory import get_driver
+from queues.clusters.manifests import team_namespace
+from queues.models import Cluster, Job, JobEvent, JobRuntime
+from queues.services import counters
+from queues.services.transitions import move
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Effect:
+    """``action`` is launch, stop or scale; ``namespace`` and ``grace`` apply to stop."""
+
+    action: str
+    job_id: int
+    cluster_id: int
+    namespace: str = ""
+    grace: int = 0
+
+
+def launch(job: Job) -> Effect:
+    assert job.cluster_id is not None
+    return Effect("launch", job.pk, job.cluster_id)
+
+
+def stop(job: Job, grace: float, cluster_id: int | None = None) -> Effect:
+    """Stop the job's workers, with ``grace`` seconds to checkpoint (rounded up)."""
+    cluster = cluster_id if cluster_id is not None else job.cluster_id
+    assert cluster is not None
+    seconds = max(0, math.ceil(grace))
+    return Effect("stop", job.pk, cluster, team_namespace(job.queue.team.name), seconds)
+
+
+def scale(job: Job) -> Effect:
+    assert job.cluster_id is not None
+    return Effect("scale", job.pk, job.cluster_id)
+
+
+def worker_layout(
+    previous: Iterable[tuple[int, str]], placement: Mapping[str, int]
+) -> list[tuple[int, str]]:
+    """Worker indexes per node for ``placement`` (node -> workers), keeping the indexes that
+    already run where they are and giving new workers the smallest free indexes."""
+    wanted = dict(placement)
+    kept: list[tuple[int, str]] = []
+    for index, node in sorted(previous):
+        if wanted.get(node, 0) > 0:
+            kept.append((index, node))
+            wanted[node] -= 1
+    used = {index for index, _ in kept}
+    free = (i for i in range(10**6) if i not in used)
+    for node in sorted(wanted):
+        kept.extend((next(free), node) for _ in range(wanted[node]))
+    return sorted(kept)
+
+
+def launch_spec(job: Job, runtime: JobRuntime) -> LaunchSpec:
+    flavor = runtime.flavor
+    assert flavor is not None
+    workers = tuple(WorkerPlacement(index=int(i), node=str(n)) for i, n in runtime.worker_nodes)
+    return LaunchSpec(
+        job_id=str(job.pk),
+        job_name=job.name,
+        team=job.queue.team.name,
+        queue=job.queue.name,
+        service_class=job.service_class.name,
+        image=job.image,
+        resource_name=flavor.resource,
+        gpus_per_worker=job.gpus_per_worker,
+        workers=workers,
+        gang_size=job.workers,
+        grace_period_seconds=job.service_class.grace_period,
+        min_workers=job.min_workers if job.is_elastic else None,
+        command=tuple(job.command),
+        flavor=flavor.name,
+    )
+
+
+def run_effects(effects: list[Effect], now: datetime | None = None) -> None:
+    """Carry the effects out, one driver per cluster; errors are recorded, never raised."""
+    by_cluster: dict[int, list[Effect]] = defaultdict(list)
+    for effect in effects:
+        by_cluster[effect.cluster_id].append(effect)
+    for cluster in Cluster.objects.filter(pk__in=list(by_cluster)):
+        _run_on_cluster(cluster, by_cluster[cluster.pk], now)
+
+
+def _run_on_cluster(cluster: Cluster, effects: list[Effect], now: datetime | None) -> None:
+    try:
+        driver = get_driver(cluster, now=now)
+    except DriverError as error:
+        mark_degraded(cluster, f"cannot build the driver: {error}")
+        return
+    try:
+        jobs = {
+            j.pk: j
+            for j in Job.objects.filter(pk__in=[e.job_id for e in effects]).select_related(
+                "queue__team", "service_class", "runtime__flavor"
+            )
+        }
+        for effect in effects:
+            try:
+                _run_one(driver, effect, jobs.get(effect.job_id))
+            except ClusterUnavailable as error:
+                mark_degraded(cluster, f"{effect.action} of job {effect.job_id}: {error}")
+                return  # the rest would fail the same way; the next cycle retries
+            except WorkloadConflict as error:
+                logger.info("%s of job %s waits: %s", effect.action, effect.job_id, error)
+            except DriverError as error:
+                _reject(effect, jobs.get(effect.job_id), str(error))
+    finally:
+        driver.close()
+
+
+def _run_one(driver: object, effect: Effect, job: Job | None) -> None:
+    from queues.clusters.base import ClusterDriver
+
+    assert isinstance(driver, ClusterDriver)
+    if effect.action == "stop":
+        driver.stop(str(effect.job_id), effect.namespace, effect.grace)
+        return
+    if job is None or job.state not in (Job.State.ADMITTED, Job.State.RUNNING):
+        return  # it ended or was stopped meanwhile: nothing to start
+    runtime = JobRuntime.objects.filter(job=job).select_related("flavor").first()
+    if runtime is None or runtime.flavor is None or not runtime.worker_nodes:
+        return
+    spec = launch_spec(job, runtime)
+    if effect.action == "launch":
+        driver.launch(spec)
+    else:
+        driver.scale(spec)
+
+
+def _reject(effect: Effect, job: Job | None, message: str) -> None:
+    """The cluster refused the job itself: retrying unchanged cannot help, so it fails."""
+    logger.warning("%s of job %s rejected: %s", effect.action, effect.job_id, message)
+    if job is None or effect.action != "launch":
+        return
+    now = timezone.now()
+    old = job.state
+    if old not in (Job.State.ADMITTED, Job.State.RUNNING):
+        return
+    with transaction.atomic():
+        if move(job, Job.State.FAILED, now):
+            JobEvent.objects.create(
+                job=job,
+                at=now,
+                kind="failed",
+                message=f"The cluster rejected the job, so it cannot start: {message}",
+            )
+
+
+def mark_degraded(cluster: Cluster, message: str) -> None:
+    """The cluster could not be reached: say so on its row and count the error."""
+    logger.warning("cluster %s degraded: %s", cluster.name, message)
+    Cluster.objects.filter(pk=cluster.pk).update(
+        status=Cluster.Status.DEGRADED, status_message=message[:2000]
+    )
+    cluster.status, cluster.status_message = Cluster.Status.DEGRADED, message
+    counters.increment("gpuplatform_cluster_sync_errors_total", cluster=cluster.name)

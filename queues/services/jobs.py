@@ -1,0 +1,136 @@
+"""What users do to jobs: submit and cancel. The UI and the REST API call these, nothing else.
+
+Both check the caller's rights (gpuplatform/access.py), validate with field-named errors, record a
+``JobEvent`` and queue a scheduling cycle once the transaction has committed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import transaction
+from django.utils import timezone
+
+from gpuplatform import access
+from queues.models import Flavor, IllegalTransition, Job, JobEvent, JobRuntime, Queue, ServiceClass
+from queues.services import effects as fx
+from queues.services.transitions import move, set_runtime
+
+
+def queue_cycle() -> None:
+    """Ask a worker for a scheduling cycle once the current transaction commits."""
+    from queues.tasks import run_scheduling_cycle
+
+    transaction.on_commit(lambda: run_scheduling_cycle.delay())
+
+
+def submit_job(
+    *,
+    owner: Any,
+    queue: Queue,
+    service_class: ServiceClass,
+    name: str,
+    image: str,
+    flavors: Sequence[Flavor],
+    workers: int = 1,
+    gpus_per_worker: int = 1,
+    command: Sequence[str] = (),
+    min_workers: int | None = None,
+    topology_level: str = "",
+    topology_mode: str = "",
+    estimated_runtime: int | None = None,
+    checkpoint_interval: int | None = None,
+    duration_hint: int | None = None,
+    now: datetime | None = None,
+) -> Job:
+    """Create a pending job in ``queue``; raises PermissionDenied or ValidationError (by field)."""
+    if not access.submittable_queues(owner).filter(pk=queue.pk).exists():
+        raise PermissionDenied(f"You may not submit to queue {queue}.")
+    moment = now or timezone.now()
+    job = Job(
+        owner=owner,
+        queue=queue,
+        service_class=service_class,
+        name=name,
+        image=image,
+        command=list(command),
+        workers=workers,
+        gpus_per_worker=gpus_per_worker,
+        min_workers=min_workers,
+        topology_level=topology_level,
+        topology_mode=topology_mode,
+        estimated_runtime=estimated_runtime,
+        checkpoint_interval=checkpoint_interval,
+        duration_hint=duration_hint,
+        submitted_at=moment,
+    )
+    job.full_clean()
+    if not flavors:
+        raise ValidationError({"flavors": "Choose at least one acceptable flavor."})
+    with transaction.atomic():
+        job.save()
+        job.set_acceptable_flavors(list(flavors))
+        JobRuntime.objects.create(job=job)
+        size = f"{workers} worker(s) x {gpus_per_worker} {' or '.join(f.name for f in flavors)}"
+        JobEvent.objects.create(
+            job=job,
+            at=moment,
+            kind="submitted",
+            message=f"Submitted to queue {queue} by {owner}: {size}, class {service_class}.",
+        )
+        queue_cycle()
+    return job
+
+
+def cancel_job(job: Job, by_user: Any, *, now: datetime | None = None) -> Job:
+    """Cancel ``job``: a pending job at once; a job holding GPUs stops gracefully, its GPUs
+    counted until the class grace period ends. Raises PermissionDenied, or IllegalTransition
+    for a job that has already ended."""
+    if not access.can_cancel_job(by_user, job):
+        raise PermissionDenied("You may not cancel this job.")
+    moment = now or timezone.now()
+    for _ in range(3):  # the row may change under us (a cycle admits it): look again
+        job = Job.objects.select_related("queue__team", "service_class").get(pk=job.pk)
+        if job.is_finished:
+            raise IllegalTransition(f"Job {job} has already ended ({job.state}).")
+        with transaction.atomic():
+            if _cancel(job, by_user, moment):
+                queue_cycle()
+                return job
+    raise IllegalTransition(f"Job {job} changed while being cancelled; try again.")
+
+
+def _cancel(job: Job, by_user: Any, now: datetime) -> bool:
+    state, cluster_id, placement = job.state, job.cluster_id, dict(job.placement)
+    grace = job.service_class.grace_period
+    try:
+        runtime = job.runtime
+        release = runtime.release_at
+    except JobRuntime.DoesNotExist:
+        release = None
+    if state == Job.State.PENDING:
+        if not move(job, Job.State.CANCELLED, now):
+            return False
+        text = f"Cancelled by {by_user} before it started."
+    elif state in (Job.State.ADMITTED, Job.State.RUNNING):
+        if not move(job, Job.State.CANCELLED, now):
+            return False
+        release = now + timedelta(seconds=grace)
+        set_runtime(job.pk, stop_reason="cancelled", release_at=release, stop_by=None)
+        effect = fx.stop(job, grace, cluster_id)
+        transaction.on_commit(lambda: fx.run_effects([effect]))
+        text = (
+            f"Cancelled by {by_user}: its workers stop with a {grace} s grace period "
+            f"(GPUs free at {release:%Y-%m-%d %H:%M:%S} UTC)."
+        )
+    else:  # preempted, already stopping: keep its GPUs counted until its release time
+        if not move(job, Job.State.PENDING, now):
+            return False
+        move(job, Job.State.CANCELLED, now, cluster_id=cluster_id, placement=placement)
+        set_runtime(job.pk, stop_reason="cancelled", stop_by=None)
+        text = f"Cancelled by {by_user} while it was being preempted."
+    JobEvent.objects.create(job=job, at=now, kind="cancelled", message=text)
+    return True

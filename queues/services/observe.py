@@ -1,0 +1,248 @@
+"""First half of a cycle: read every cluster and bring the database up to what happened there.
+
+Per cluster: its nodes (Kubernetes: rewritten from the API; simulated: the rows are the truth),
+then each job that holds GPUs on it: started, succeeded, a worker failed (the whole gang is
+stopped and requeued, or failed after ``MAX_FAILURES``), workers gone. What the cluster lacks
+(a launch lost in a crash, a stop that did not arrive) is handed back as effects to retry.
+
+A cluster that cannot be read is marked degraded with the error, and none of its jobs change.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+
+from django.db import transaction
+
+from queues.clusters.base import (
+    ClusterState,
+    DriverError,
+    FlavorDefinition,
+    NodeInfo,
+    WorkloadPhase,
+    WorkloadStatus,
+    node_flavor_capacity,
+)
+from queues.clusters.factory import get_driver
+from queues.models import Cluster, Flavor, Job, JobEvent, JobRuntime, Node
+from queues.services import effects as fx
+from queues.services.report import CycleReport
+from queues.services.snapshot import HOLDING_STATES
+from queues.services.transitions import event, job_label, move, set_runtime
+
+logger = logging.getLogger(__name__)
+
+MAX_FAILURES = 3  # a gang whose workers failed this many times is marked failed
+
+
+def sync_clusters(now: datetime, report: CycleReport) -> list[fx.Effect]:
+    """Sync every cluster; returns the effects to retry. Never raises a driver error."""
+    effects: list[fx.Effect] = []
+    for cluster in Cluster.objects.order_by("name"):
+        try:
+            driver = get_driver(cluster, now=now)
+        except DriverError as error:
+            fx.mark_degraded(cluster, f"cannot build the driver: {error}")
+            report.degraded.append(cluster.name)
+            continue
+        try:
+            state = driver.sync()
+        except DriverError as error:
+            fx.mark_degraded(cluster, str(error))
+            report.degraded.append(cluster.name)
+            report.add("degraded", f"cluster {cluster.name}: {error}")
+            continue
+        finally:
+            driver.close()
+        with transaction.atomic():
+            if not getattr(driver, "nodes_in_database", False):
+                update_nodes(cluster, state.nodes)
+            effects += observe_workloads(cluster, state, now, report)
+            Cluster.objects.filter(pk=cluster.pk).update(
+                status=Cluster.Status.OK, status_message="", last_sync_at=now
+            )
+    return effects
+
+
+def update_nodes(cluster: Cluster, infos: tuple[NodeInfo, ...]) -> None:
+    """Rewrite the cluster's Node rows from what its API reports; vanished nodes turn NotReady."""
+    definitions = [
+        FlavorDefinition(f.name, f.resource, dict(f.node_selector)) for f in Flavor.objects.all()
+    ]
+    seen = set()
+    for info in infos:
+        seen.add(info.name)
+        Node.objects.update_or_create(
+            cluster=cluster,
+            name=info.name,
+            defaults={
+                "labels": dict(info.labels),
+                "capacity": node_flavor_capacity(info, definitions),
+                "ready": info.ready,
+                "schedulable": not info.unschedulable,
+            },
+        )
+    Node.objects.filter(cluster=cluster).exclude(name__in=seen).update(ready=False)
+
+
+def _runtime(job: Job) -> JobRuntime | None:
+    try:
+        return job.runtime
+    except JobRuntime.DoesNotExist:
+        return None
+
+
+def observe_workloads(
+    cluster: Cluster, state: ClusterState, now: datetime, report: CycleReport
+) -> list[fx.Effect]:
+    workloads = {w.job_id: w for w in state.workloads}
+    effects: list[fx.Effect] = []
+    events: list[JobEvent] = []
+    jobs = Job.objects.filter(cluster=cluster, state__in=HOLDING_STATES).select_related(
+        "queue__team", "service_class", "runtime"
+    )
+    watched: set[str] = set()
+    for job in jobs:
+        watched.add(str(job.pk))
+        workload = workloads.get(str(job.pk))
+        runtime = _runtime(job)
+        if job.state == Job.State.PREEMPTED:
+            if workload is not None and not _terminating(workload):
+                effects.append(fx.stop(job, _left(runtime, now)))
+            continue
+        if workload is None:
+            start_at = runtime.start_at if runtime is not None else None
+            if job.state == Job.State.ADMITTED and (start_at is None or start_at <= now):
+                effects.append(fx.launch(job))
+            elif job.state == Job.State.RUNNING:
+                events += _worker_failure(
+                    job, runtime, "its workers are gone from the cluster", now, effects, report
+                )
+            continue
+        events += _follow(job, runtime, workload, now, effects, report)
+    for job_id, workload in workloads.items():
+        if job_id not in watched and not _terminating(workload):
+            effects.append(_orphan_stop(cluster, job_id, workload, now))
+    JobEvent.objects.bulk_create(events)
+    return effects
+
+
+def _follow(
+    job: Job,
+    runtime: JobRuntime | None,
+    workload: WorkloadStatus,
+    now: datetime,
+    effects: list[fx.Effect],
+    report: CycleReport,
+) -> list[JobEvent]:
+    phase = workload.phase
+    if phase in (WorkloadPhase.RUNNING, WorkloadPhase.SUCCEEDED) and job.state == "admitted":
+        if not move(job, Job.State.RUNNING, now):
+            return []
+        nodes = sorted({w.node for w in workload.workers})
+        text = f"All {len(workload.workers)} worker(s) running on {', '.join(nodes)}."
+        report.add("started", f"{job_label(job)}: {text}")
+        out = [event(job, "started", text, now)]
+        if phase == WorkloadPhase.RUNNING:
+            return out
+        return out + _follow(job, runtime, workload, now, effects, report)
+    if phase == WorkloadPhase.SUCCEEDED:
+        cluster_id = job.cluster_id
+        if not move(job, Job.State.SUCCEEDED, now):
+            return []
+        effects.append(fx.stop(job, 0, cluster_id))  # remove the completed pods
+        text = "All workers finished successfully."
+        report.add("succeeded", f"{job_label(job)}: {text}")
+        return [event(job, "succeeded", text, now)]
+    if phase == WorkloadPhase.FAILED:
+        failed = [w for w in workload.workers if w.phase == "failed"]
+        detail = "; ".join(
+            f"worker {w.index} on {w.node or 'an unknown node'}: {w.message or 'failed'}"
+            for w in failed
+        )
+        return _worker_failure(job, runtime, detail or workload.message, now, effects, report)
+    return []
+
+
+def _worker_failure(
+    job: Job,
+    runtime: JobRuntime | None,
+    detail: str,
+    now: datetime,
+    effects: list[fx.Effect],
+    report: CycleReport,
+) -> list[JobEvent]:
+    """One worker failed: the gang is stopped whole and requeued, or failed after the limit."""
+    failures = (runtime.failures if runtime is not None else 0) + 1
+    cluster_id = job.cluster_id
+    if failures >= MAX_FAILURES:
+        if not move(job, Job.State.FAILED, now):
+            return []
+        kind = "failed"
+        text = (
+            f"A worker failed ({detail}). The job failed {failures} times, the limit, so it is "
+            "not restarted."
+        )
+    else:
+        if not move(job, Job.State.PREEMPTED, now) or not move(job, Job.State.PENDING, now):
+            return []
+        kind = "requeued"
+        text = (
+            f"A worker failed ({detail}): the whole gang was stopped and requeued with its "
+            f"original submission time (failure {failures} of at most {MAX_FAILURES})."
+        )
+    set_runtime(
+        job.pk, failures=failures, release_at=None, stop_reason="", stop_by=None, worker_nodes=[]
+    )
+    effects.append(fx.stop(job, 0, cluster_id))
+    report.add(kind, f"{job_label(job)}: {text}")
+    return [event(job, kind, text, now, failures=failures)]
+
+
+def _terminating(workload: WorkloadStatus) -> bool:
+    return bool(workload.workers) and all(w.terminating for w in workload.workers)
+
+
+def _left(runtime: JobRuntime | None, now: datetime) -> float:
+    if runtime is None or runtime.release_at is None:
+        return 0.0
+    return max(0.0, (runtime.release_at - now).total_seconds())
+
+
+def _orphan_stop(
+    cluster: Cluster, job_id: str, workload: WorkloadStatus, now: datetime
+) -> fx.Effect:
+    """Workers of a job that should not run (cancelled, requeued, unknown): stop them."""
+    grace = 0.0
+    runtime = JobRuntime.objects.filter(job_id=int(job_id)).first() if job_id.isdigit() else None
+    if runtime is not None:
+        grace = _left(runtime, now)
+    logger.info("job %s runs on %s but should not: stopping it", job_id, cluster.name)
+    return fx.Effect(
+        "stop",
+        int(job_id) if job_id.isdigit() else 0,
+        cluster.pk,
+        workload.namespace,
+        int(grace),
+    )
+
+
+def finish_stops(now: datetime, report: CycleReport) -> None:
+    """Preempted jobs whose grace period is over go back to pending, submission time kept."""
+    jobs = Job.objects.filter(state=Job.State.PREEMPTED).select_related("runtime")
+    events: list[JobEvent] = []
+    for job in jobs:
+        runtime = _runtime(job)
+        if runtime is not None and runtime.release_at is not None and runtime.release_at > now:
+            continue
+        if not move(job, Job.State.PENDING, now):
+            continue
+        set_runtime(job.pk, release_at=None, stop_reason="", stop_by=None, worker_nodes=[])
+        text = (
+            "Back in the queue after its preemption, with its original submission time "
+            f"({job.submitted_at:%Y-%m-%d %H:%M:%S} UTC)."
+        )
+        report.add("requeued", f"{job_label(job)}: {text}")
+        events.append(event(job, "requeued", text, now))
+    JobEvent.objects.bulk_create(events)

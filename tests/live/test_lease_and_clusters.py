@@ -1,0 +1,95 @@
+"""Single flight (the lease) and unreachable clusters."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from queues.clusters.base import ClusterUnavailable
+from queues.clusters.factory import DRIVER_FACTORIES
+from queues.models import Cluster, Job
+from queues.services import lease, run_cycle
+from tests.live.helpers import T0, later
+
+
+def test_second_holder_cannot_take_a_held_lease(db):
+    assert lease.acquire("worker-1")
+
+    assert not lease.acquire("worker-2")
+
+
+def test_expired_lease_is_taken_over(db):
+    now = timezone.now()
+    assert lease.acquire("worker-1", now=now, seconds=30)
+
+    assert not lease.acquire("worker-2", now=now + timedelta(seconds=29))
+    assert lease.acquire("worker-2", now=now + timedelta(seconds=31))
+    with pytest.raises(lease.LeaseLost):
+        lease.confirm("worker-1")
+
+
+def test_released_lease_is_free_for_the_next_worker(db):
+    assert lease.acquire("worker-1")
+    lease.release("worker-1")
+
+    assert lease.acquire("worker-2")
+
+
+def test_cycle_does_nothing_while_another_worker_holds_the_lease(world, submit):
+    job = submit(gpus=8)
+    assert lease.acquire("someone-else")
+
+    report = run_cycle(now=later(1))
+
+    assert not report.ran
+    assert "another worker holds the scheduling lease" in report.summary()
+    assert Job.objects.get(pk=job.pk).state == Job.State.PENDING
+
+
+class UnreachableDriver:
+    def sync(self):
+        raise ClusterUnavailable("list nodes: connection refused")
+
+    def launch(self, spec):
+        raise ClusterUnavailable("connection refused")
+
+    def stop(self, job_id, namespace, grace_period_seconds):
+        raise ClusterUnavailable("connection refused")
+
+    def scale(self, spec):
+        raise ClusterUnavailable("connection refused")
+
+    def close(self):
+        return None
+
+
+def test_unreachable_cluster_is_degraded_its_jobs_untouched_and_it_recovers(
+    world, submit, cycle, reload, monkeypatch
+):
+    running = submit(gpus=8, name="running")
+    cycle(T0)
+    cycle(later(1))
+    waiting = submit(gpus=8, name="waiting", at=later(2))
+    working = DRIVER_FACTORIES["simulated"]
+    monkeypatch.setitem(DRIVER_FACTORIES, "simulated", lambda cluster, now: UnreachableDriver())
+
+    report = cycle(later(3))
+
+    cluster = Cluster.objects.get(pk=world.cluster.pk)
+    assert cluster.status == Cluster.Status.DEGRADED
+    assert "connection refused" in cluster.status_message
+    assert report.degraded == ["sim"]
+    assert reload(running).state == Job.State.RUNNING
+    assert reload(waiting).state == Job.State.PENDING
+
+    monkeypatch.setitem(DRIVER_FACTORIES, "simulated", working)
+    cycle(later(4))
+
+    cluster.refresh_from_db()
+    assert cluster.status == Cluster.Status.OK
+    assert cluster.status_message == ""
+    assert cluster.last_sync_at == later(4)
+    assert reload(waiting).state == Job.State.ADMITTED
+    assert reload(running).state == Job.State.RUNNING

@@ -1,0 +1,32 @@
+"""``manage.py run_cycle`` prints the cycle's decisions in readable lines."""
+
+from __future__ import annotations
+
+from io import StringIO
+
+from django.core.management import call_command
+
+from queues.models import Job
+
+
+def test_run_cycle_command_prints_each_admission_and_a_summary(world, submit):
+    job = submit(gpus=4, workers=2, name="resnet")
+    out = StringIO()
+
+    call_command("run_cycle", stdout=out)
+
+    text = out.getvalue()
+    assert f"admitted: resnet (#{job.pk}): Admitted to cluster sim on" in text
+    assert "admitted 1, pending 0" in text
+    assert Job.objects.get(pk=job.pk).state == Job.State.ADMITTED
+
+
+def test_run_cycle_command_explains_a_skipped_cycle(world, submit):
+    from queues.services import lease
+
+    lease.acquire("another-worker")
+    out = StringIO()
+
+    call_command("run_cycle", stdout=out)
+
+    assert "skipped: another worker holds the scheduling lease" in out.getvalue()

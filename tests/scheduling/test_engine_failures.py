@@ -1,0 +1,116 @@
+"""Node failures, max_runtime and cancellation, in the engine and through the simulator."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from queues.scheduling.cycle import run_cycle
+from queues.scheduling.model import Node, ServiceClass
+from queues.scheduling.simulate import simulate
+from tests.scheduling.engine_builders import CLASSES, queue, running, scenario, snapshot
+
+
+def test_a_failed_node_stops_every_job_with_a_worker_on_it() -> None:
+    node_list = [Node("n0", {"h100": 8}, failed=True, schedulable=False), Node("n1", {"h100": 8})]
+    busy = [
+        running("spread", "q", {"n0": 4, "n1": 4}, gpus=4),
+        running("safe", "q", {"n1": 2}, gpus=2),
+    ]
+    result = run_cycle(snapshot(node_list, [queue("q", 16)], busy))
+    assert [(s.job, s.reason, s.requeue) for s in result.stops] == [
+        ("spread", "node-failure", True)
+    ]
+
+
+def test_a_job_past_its_max_runtime_is_stopped_and_not_requeued() -> None:
+    limited = ServiceClass("std", priority=100, max_runtime=500)
+    classes = (*[c for c in CLASSES if c.name != "std"], limited)
+    busy = [
+        running("old", "q", {"n0": 1}, started_at=0),
+        running("new", "q", {"n0": 1}, started_at=900),
+    ]
+    result = run_cycle(
+        snapshot([Node("n0", {"h100": 8})], [queue("q", 16)], busy, now=1000, classes=classes)
+    )
+    assert [(s.job, s.reason, s.requeue) for s in result.stops] == [("old", "max-runtime", False)]
+
+
+def _events(report: dict[str, Any], job: str) -> list[tuple[Any, str]]:
+    return [(e["t"], e["type"]) for e in report["events"] if e.get("job") == job]
+
+
+def test_node_failure_requeues_the_gang_with_its_original_submit_time() -> None:
+    sc = scenario(
+        [
+            {"name": "gang", "submit_at": 5, "workers": 2, "gpus_per_worker": 8, "duration": 1000},
+            {"name": "later", "submit_at": 500, "gpus_per_worker": 8, "duration": 1000},
+        ],
+        events=[
+            {"at": 100, "node": "n0", "action": "fail"},
+            {"at": 400, "node": "n0", "action": "recover"},
+        ],
+    )
+    report = simulate(sc)
+    gang = _events(report, "gang")
+    assert gang[:3] == [(5, "admit"), (100, "preempt"), (100, "requeue")]
+    preempt = next(e for e in report["events"] if e["type"] == "preempt")
+    assert preempt["reason"] == "node-failure"
+    # after recovery the gang starts again from zero
+    restarts = [t for t, kind in gang if kind == "admit"]
+    assert restarts[1] == 400
+    row = next(j for j in report["jobs"] if j["name"] == "gang")
+    assert row["submitted_at"] == 5 and row["state"] == "finished"
+    assert row["finished_at"] == 1400  # no checkpoint: the work restarts from zero
+
+
+def test_checkpoints_keep_work_done_before_a_preemption() -> None:
+    sc = scenario(
+        [
+            {
+                "name": "ck",
+                "submit_at": 0,
+                "gpus_per_worker": 8,
+                "workers": 2,
+                "duration": 1000,
+                "checkpoint_interval": 300,
+            }
+        ],
+        events=[
+            {"at": 700, "node": "n1", "action": "fail"},
+            {"at": 800, "node": "n1", "action": "recover"},
+        ],
+    )
+    report = simulate(sc)
+    row = next(j for j in report["jobs"] if j["name"] == "ck")
+    # 600 s checkpointed before the failure at 700: 400 s left from t=800
+    assert row["finished_at"] == 1200
+
+
+def test_max_runtime_fails_the_job_in_the_report() -> None:
+    sc = scenario(
+        [{"name": "runaway", "submit_at": 0, "class": "capped", "duration": 5000}],
+        service_classes=[{"name": "capped", "priority": 1, "max_runtime": 600}],
+    )
+    report = simulate(sc)
+    row = report["jobs"][0]
+    assert row["state"] == "failed" and row["finished_at"] == 600
+    assert (600, "fail") in _events(report, "runaway")
+    assert report["summary"]["failed"] == 1
+
+
+def test_cancel_removes_a_pending_job_and_stops_a_running_one() -> None:
+    sc = scenario(
+        [
+            {"name": "run", "submit_at": 0, "gpus_per_worker": 8, "workers": 2, "duration": 1000},
+            {"name": "wait", "submit_at": 1, "gpus_per_worker": 8, "duration": 100},
+        ],
+        events=[
+            {"at": 50, "job": "wait", "action": "cancel"},
+            {"at": 200, "job": "run", "action": "cancel"},
+        ],
+    )
+    report = simulate(sc)
+    states = {j["name"]: j["state"] for j in report["jobs"]}
+    assert states == {"run": "cancelled", "wait": "cancelled"}
+    assert [e for e in _events(report, "wait") if e[1] != "reserve"] == [(50, "cancel")]
+    assert report["summary"]["cancelled"] == 2

@@ -1,0 +1,157 @@
+"""The simulator: report format, determinism, command line, and engine purity."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from benchmarks.generate import generate
+from queues.scheduling.cycle import run_cycle
+from queues.scheduling.scenario import parse_scenario
+from queues.scheduling.simulate import Simulator, main, simulate
+from tests.scheduling.engine_builders import scenario
+
+ROOT = Path(__file__).resolve().parents[2]
+TIMING = ("engine_seconds", "cycle_ms")
+
+
+def without_timing(report: dict[str, Any]) -> dict[str, Any]:
+    summary = {k: v for k, v in report["summary"].items() if k not in TIMING}
+    return {**report, "summary": summary}
+
+
+def _generated() -> dict[str, Any]:
+    return generate(seed=4, nodes=30, queues=6, cohorts=2, jobs=250, mig_fraction=0.2)
+
+
+def test_report_has_every_documented_section_and_summary_field() -> None:
+    report = simulate(
+        scenario(
+            [{"name": "a1", "submit_at": 0, "gpus_per_worker": 4, "workers": 2, "duration": 3600}]
+        )
+    )
+    assert set(report) == {"scenario", "policy", "summary", "queues", "jobs", "events"}
+    assert set(report["summary"]) >= {
+        "jobs",
+        "finished",
+        "failed",
+        "cancelled",
+        "never_started",
+        "makespan",
+        "mean_jct",
+        "mean_wait",
+        "p95_wait",
+        "gpu_utilization",
+        "preemptions",
+        "cycles",
+        "engine_seconds",
+        "cycle_ms",
+    }
+    assert set(report["summary"]["cycle_ms"]) == {"mean", "p99", "max"}
+    assert report["summary"]["makespan"] == 3600
+    assert report["summary"]["gpu_utilization"] == 0.5
+    assert report["queues"]["q"] == {"gpu_hours": 8.0, "mean_wait": 0.0, "jobs": 1}
+    assert report["jobs"][0] == {
+        "name": "a1",
+        "queue": "q",
+        "state": "finished",
+        "submitted_at": 0,
+        "started_at": 0,
+        "finished_at": 3600,
+        "workers": 2,
+        "cluster": "main",
+        "flavor": "h100",
+        "preemptions": 0,
+    }
+    assert [e["type"] for e in report["events"]] == ["admit", "finish"]
+
+
+def test_events_are_in_time_order() -> None:
+    report = simulate(parse_scenario(_generated(), source="gen"))
+    times = [e["t"] for e in report["events"]]
+    assert times == sorted(times)
+
+
+def test_the_same_scenario_gives_the_same_report_apart_from_timing() -> None:
+    sc = parse_scenario(_generated(), source="gen")
+    first, second = simulate(sc), simulate(sc)
+    assert without_timing(first) == without_timing(second)
+
+
+def test_run_cycle_gives_identical_decisions_for_the_same_snapshot() -> None:
+    sim = Simulator(parse_scenario(_generated(), source="gen"))
+    for job in sim.jobs.values():
+        sim.submit(job)
+    snap = sim.snapshot(0.0)
+    assert run_cycle(snap) == run_cycle(snap)
+
+
+def test_gpus_are_never_overcommitted_in_a_generated_replay() -> None:
+    sc = parse_scenario(_generated(), source="gen")
+    capacity = {n.name: dict(n.gpus) for c in sc.clusters for n in c.nodes}
+    report = simulate(sc)
+    held: dict[str, tuple[str, dict[str, int]]] = {}
+    used: dict[tuple[str, str], int] = {}
+    for e in report["events"]:
+        job = e.get("job")
+        if e["type"] in ("admit", "scale"):
+            flavor = e.get("flavor") or held[job][0]
+            for node, units in held.get(job, (flavor, {}))[1].items():
+                used[(node, flavor)] -= units
+            held[job] = (flavor, e["placement"])
+            for node, units in e["placement"].items():
+                used[(node, flavor)] = used.get((node, flavor), 0) + units
+                assert used[(node, flavor)] <= capacity[node][flavor], e
+        elif e["type"] in ("finish", "requeue", "cancel", "fail") and job in held:
+            flavor, placement = held.pop(job)
+            for node, units in placement.items():
+                used[(node, flavor)] -= units
+
+
+def test_command_line_writes_the_report_to_a_file(tmp_path: Path) -> None:
+    out = tmp_path / "report.json"
+    code = main(
+        [str(ROOT / "scenarios" / "backfill-gang.yaml"), "--output", str(out), "--policy", "fifo"]
+    )
+    assert code == 0
+    assert json.loads(out.read_text())["policy"] == "fifo"
+
+
+def test_command_line_rejects_a_bad_scenario_with_a_clear_message(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(
+        "name: x\ncycle_interval: 10\nflavors: []\nclusters: []\n"
+        "service_classes: []\nqueues: []\njobs:\n  - {name: j, queue: nope}\n"
+    )
+    assert main([str(bad)]) != 0
+    err = capsys.readouterr().err
+    assert "bad.yaml" in err and "error" in err
+
+
+def test_command_line_rejects_an_unknown_policy(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([str(ROOT / "scenarios" / "mig-slices.yaml"), "--policy", "magic"]) != 0
+    assert "unknown policy 'magic'" in capsys.readouterr().err
+
+
+def test_nothing_under_queues_scheduling_imports_django() -> None:
+    code = (
+        "import importlib, pkgutil, sys\n"
+        "import queues.scheduling as p\n"
+        "for m in pkgutil.iter_modules(p.__path__):\n"
+        "    importlib.import_module('queues.scheduling.' + m.name)\n"
+        "bad = [m for m in sys.modules if m == 'django' or m.startswith('django.')]\n"
+        "assert not bad, bad\n"
+        "print(len([m for m in sys.modules if m.startswith('queues.scheduling')]))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert int(done.stdout) >= 12
