@@ -12,7 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
+from django.shortcuts import get_object_or_404
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
@@ -132,6 +134,65 @@ def can_use_admin_site(user: User) -> bool:
     return is_platform_admin(user)
 
 
+def can_manage_platform(user: User) -> bool:
+    """Teams, cohorts, queues and quotas, service classes, flavors, clusters: platform admins."""
+    return is_platform_admin(user)
+
+
+def managed_teams(user: User) -> QuerySet[Team]:
+    """Teams whose membership the user may edit: every team for platform admins, else the
+    teams where the user is a team admin."""
+    from queues.models import Membership, Team
+
+    if is_platform_admin(user):
+        return Team.objects.all()
+    if not user.is_authenticated:
+        return Team.objects.none()
+    return Team.objects.filter(
+        memberships__user=user, memberships__role=Membership.Role.TEAM_ADMIN
+    ).distinct()
+
+
+def can_open_manage_pages(user: User) -> bool:
+    return is_platform_admin(user) or managed_teams(user).exists()
+
+
+def require_platform_admin(user: User) -> None:
+    """Raise PermissionDenied (403) unless the user is a platform admin."""
+    if not can_manage_platform(user):
+        raise PermissionDenied("Only platform admins may change the platform's settings.")
+
+
+def require_submitter(user: User) -> None:
+    """Raise PermissionDenied (403) unless the user may use the researcher pages."""
+    if not can_submit(user):
+        raise PermissionDenied("These pages are for members of a team.")
+
+
+def visible_job_or_404(user: User, pk: int) -> Job:
+    """The job if the user may see it; other teams' jobs are 404, not 403."""
+    from queues.models import Job
+
+    return get_object_or_404(
+        Job.objects.visible_to(user).select_related(
+            "queue__team", "queue__cohort", "owner", "service_class", "cluster"
+        ),
+        pk=pk,
+    )
+
+
+def visible_queue_or_404(user: User, pk: int) -> Queue:
+    """The queue if the user may see it; other teams' queues are 404."""
+    from queues.models import Queue
+
+    return get_object_or_404(Queue.objects.visible_to(user).select_related("team", "cohort"), pk=pk)
+
+
+def managed_team_or_404(user: User, pk: int) -> Team:
+    """A team whose membership the user may edit; any other team is 404."""
+    return get_object_or_404(managed_teams(user), pk=pk)
+
+
 @dataclass(frozen=True)
 class NavItem:
     label: str
@@ -151,6 +212,8 @@ def navigation(user: User) -> list[NavItem]:
         ]
     if can_view_chargeback(user):
         items.append(NavItem("Chargeback", "chargeback"))
+    if can_open_manage_pages(user):
+        items.append(NavItem("Manage", "manage"))
     if can_use_admin_site(user):
         items.append(NavItem("Admin", "admin:index"))
     return items

@@ -73,8 +73,10 @@ def test_researcher_navigation_shows_submit_jobs_queues(client: Client, research
     assert nav_labels(logged_in(client, researcher_a)) == RESEARCHER_LINKS
 
 
-def test_team_admin_navigation_is_the_researchers(client: Client, team_admin_a: User) -> None:
-    assert nav_labels(logged_in(client, team_admin_a)) == RESEARCHER_LINKS
+def test_team_admin_navigation_adds_manage_for_membership(
+    client: Client, team_admin_a: User
+) -> None:
+    assert nav_labels(logged_in(client, team_admin_a)) == [*RESEARCHER_LINKS, "Manage"]
 
 
 def test_platform_admin_navigation_adds_chargeback_and_admin(
@@ -83,6 +85,7 @@ def test_platform_admin_navigation_adds_chargeback_and_admin(
     assert nav_labels(logged_in(client, platform_admin)) == [
         *RESEARCHER_LINKS,
         "Chargeback",
+        "Manage",
         "Admin",
     ]
 
@@ -160,7 +163,7 @@ def test_queues_page_shows_the_teams_queue_and_quota(
 ) -> None:
     html = logged_in(client, researcher_a).get(reverse("queues")).content.decode()
     assert "team-a/main" in html
-    assert "h100: 8 / no limit / all" in html
+    assert "h100: 0 / 8" in html  # used / nominal
     assert "team-b/main" not in html
 
 

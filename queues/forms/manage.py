@@ -1,0 +1,133 @@
+"""Forms of the platform admin pages (and the team admins' membership page)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib.auth import get_user_model
+
+from queues.models import Cluster, Cohort, Flavor, Membership, Queue, Quota, ServiceClass, Team
+
+
+class TeamForm(forms.ModelForm):  # type: ignore[type-arg]
+    class Meta:
+        model = Team
+        fields = ["name", "description"]
+
+
+class MembershipForm(forms.ModelForm):  # type: ignore[type-arg]
+    user = forms.ModelChoiceField(queryset=get_user_model().objects.order_by("username"))
+
+    class Meta:
+        model = Membership
+        fields = ["user", "role"]
+
+
+MembershipFormSet = forms.inlineformset_factory(
+    Team, Membership, form=MembershipForm, extra=1, can_delete=True
+)
+
+
+class CohortForm(forms.ModelForm):  # type: ignore[type-arg]
+    class Meta:
+        model = Cohort
+        fields = ["name", "description"]
+
+
+class ServiceClassForm(forms.ModelForm):  # type: ignore[type-arg]
+    class Meta:
+        model = ServiceClass
+        fields = [
+            "name",
+            "priority",
+            "preemptible",
+            "can_borrow",
+            "min_runtime",
+            "grace_period",
+            "max_runtime",
+            "price_multiplier",
+        ]
+
+
+class FlavorForm(forms.ModelForm):  # type: ignore[type-arg]
+    class Meta:
+        model = Flavor
+        fields = ["name", "resource", "gpu_model", "mig_profile", "gpu_equivalent", "node_selector"]
+
+
+class ClusterForm(forms.ModelForm):  # type: ignore[type-arg]
+    """Connection settings are write-only: the token is never rendered back; blank keeps it."""
+
+    token = forms.CharField(
+        required=False,
+        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "off"}),
+        help_text="Service-account bearer token. Never shown again; leave blank to keep the "
+        "current one.",
+    )
+    clear_token = forms.BooleanField(required=False, label="Remove the stored token")
+    api_url = forms.URLField(
+        required=False, assume_scheme="https", label="API server URL",
+        help_text="Kubernetes API server URL, e.g. https://k8s.example.org:6443.",
+    )  # fmt: skip
+
+    class Meta:
+        model = Cluster
+        fields = [
+            "name",
+            "driver",
+            "api_url",
+            "token",
+            "kubeconfig_path",
+            "kubeconfig_context",
+            "verify_tls",
+            "ca_cert",
+        ]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.initial["token"] = ""
+        self._stored_token = self.instance.token if self.instance.pk else ""
+        if self._stored_token:
+            self.fields["token"].help_text = "A token is stored. " + str(
+                self.fields["token"].help_text
+            )
+
+    def clean_token(self) -> str:
+        token: str = self.cleaned_data.get("token") or ""
+        if self.data.get(self.add_prefix("clear_token")):
+            return ""
+        return token or self._stored_token
+
+
+class QueueForm(forms.ModelForm):  # type: ignore[type-arg]
+    class Meta:
+        model = Queue
+        fields = ["team", "name", "cohort", "weight", "allowed_service_classes", "is_open"]
+        widgets = {"allowed_service_classes": forms.CheckboxSelectMultiple}
+
+
+class QuotaForm(forms.ModelForm):  # type: ignore[type-arg]
+    class Meta:
+        model = Quota
+        fields = ["flavor", "nominal", "borrowing_limit", "lending_limit"]
+
+
+class BaseQuotaFormSet(forms.BaseInlineFormSet):  # type: ignore[type-arg]
+    def clean(self) -> None:
+        super().clean()
+        seen: set[int] = set()
+        for form in self.forms:
+            if not hasattr(form, "cleaned_data") or form.cleaned_data.get("DELETE"):
+                continue
+            flavor = form.cleaned_data.get("flavor")
+            if flavor is None:
+                continue
+            if flavor.pk in seen:
+                form.add_error("flavor", f"{flavor.name} has a row already; edit that one.")
+            seen.add(flavor.pk)
+
+
+QuotaFormSet = forms.inlineformset_factory(
+    Queue, Quota, form=QuotaForm, formset=BaseQuotaFormSet, extra=1, can_delete=True
+)

@@ -1,0 +1,285 @@
+"""``estimate_submission``: what would happen to a job if it were submitted now.
+
+The ENGINE decides, on a copy of the current state: the live snapshot (``build_snapshot``) plus
+the candidate as one more pending job, through ``queues.scheduling.cycle.run_cycle``. Nothing is
+written. The outcome is one of
+
+- ``start``: it would be admitted within its queue's nominal quota;
+- ``borrow``: it would be admitted on quota borrowed from the cohort;
+- ``preempt``: it would be admitted once the listed jobs are stopped (after their grace period);
+- ``wait``: it would stay pending, with the engine's plain-English reason and, when the engine
+  can tell, an estimated start (the backfill reservation or the running jobs' estimated ends).
+
+The UI's submit form and the REST API both call it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from django.core.exceptions import ValidationError
+from django.utils import timezone
+
+from queues.models import Flavor, Queue, ServiceClass
+from queues.scheduling import model as engine
+from queues.scheduling.cycle import run_cycle
+from queues.services.queue_status import flavor_usage
+from queues.services.snapshot import LiveSnapshot, build_snapshot, queue_key
+
+CANDIDATE = "candidate"  # engine name of the job being estimated (real jobs are numbers)
+Outcome = Literal["start", "borrow", "preempt", "wait"]
+
+
+@dataclass(frozen=True)
+class FlavorQuota:
+    """The queue's quota in one acceptable flavor, what it uses now and what the job needs."""
+
+    flavor: str
+    nominal: int
+    borrowing_limit: int | None
+    lending_limit: int | None
+    used: int
+    need: int
+
+    @property
+    def after(self) -> int:
+        return self.used + self.need
+
+    @property
+    def within_nominal(self) -> bool:
+        return self.after <= self.nominal
+
+
+@dataclass(frozen=True)
+class Victim:
+    """A running job the candidate would stop (or shrink) to start."""
+
+    job_id: int
+    name: str
+    queue: str
+    reason: str  # reclaim, fair-share or priority
+    shrink_to: int | None = None  # elastic victim shrunk to this many workers, else stopped
+
+
+@dataclass(frozen=True)
+class Estimate:
+    outcome: Outcome
+    summary: str  # one plain sentence for the form
+    queue: str
+    flavor: str = ""  # the flavor it would run on (start/borrow/preempt)
+    cluster: str = ""
+    workers: int = 0
+    estimated_start: datetime | None = None
+    reason: str = ""  # the engine's reason code when it waits
+    message: str = ""  # the engine's plain-English explanation when it waits
+    victims: tuple[Victim, ...] = ()
+    quotas: tuple[FlavorQuota, ...] = field(default_factory=tuple)
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready (times as UTC ISO-8601)."""
+        data = dataclasses.asdict(self)
+        data["estimated_start"] = (
+            self.estimated_start.isoformat() if self.estimated_start is not None else None
+        )
+        data["victims"] = [dataclasses.asdict(v) for v in self.victims]
+        data["quotas"] = [
+            {**dataclasses.asdict(q), "after": q.after, "within_nominal": q.within_nominal}
+            for q in self.quotas
+        ]
+        return data
+
+
+def _when(seconds: float) -> datetime:
+    return datetime.fromtimestamp(seconds, tz=UTC)
+
+
+def _clock(moment: datetime) -> str:
+    return f"{moment:%Y-%m-%d %H:%M} UTC"
+
+
+def _validate(
+    workers: int,
+    gpus_per_worker: int,
+    min_workers: int | None,
+    flavors: Sequence[Flavor],
+    estimated_runtime: int | None,
+    topology: tuple[str, str] | None,
+) -> None:
+    errors: dict[str, str] = {}
+    if workers < 1:
+        errors["workers"] = "A job needs at least one worker."
+    if gpus_per_worker < 1:
+        errors["gpus_per_worker"] = "Each worker needs at least one GPU (or MIG slice)."
+    if min_workers is not None and not 1 <= min_workers <= max(workers, 1):
+        errors["min_workers"] = f"min_workers must be between 1 and workers ({workers})."
+    if not flavors:
+        errors["flavors"] = "Choose at least one acceptable flavor."
+    if estimated_runtime is not None and estimated_runtime <= 0:
+        errors["estimated_runtime"] = "The estimated runtime must be greater than 0 seconds."
+    if topology is not None and (not topology[0] or topology[1] not in ("required", "preferred")):
+        errors["topology"] = "Topology needs a level and a mode (required or preferred)."
+    if errors:
+        raise ValidationError(errors)
+
+
+def estimate_submission(
+    user: Any,
+    queue: Queue,
+    service_class: ServiceClass,
+    flavors: Sequence[Flavor],
+    workers: int,
+    gpus_per_worker: int,
+    min_workers: int | None = None,
+    topology: tuple[str, str] | None = None,
+    estimated_runtime: int | None = None,
+    now: datetime | None = None,
+) -> Estimate:
+    """Estimate a submission of ``workers`` x ``gpus_per_worker`` of the first of ``flavors``
+    that fits, to ``queue`` with ``service_class``. ``topology`` is ``(level, mode)`` with mode
+    ``required`` or ``preferred``. Reads only; raises ValidationError naming the field for
+    impossible input. ``user`` is who asks (the caller checks they may submit to ``queue``)."""
+    _validate(workers, gpus_per_worker, min_workers, flavors, estimated_runtime, topology)
+    moment = now or timezone.now()
+    live = build_snapshot(moment)
+    candidate = engine.PendingJob(
+        name=CANDIDATE,
+        queue=queue_key(queue),
+        service_class=service_class.name,
+        submitted_at=moment.timestamp(),
+        workers=workers,
+        gpus_per_worker=gpus_per_worker,
+        flavors=tuple(f.name for f in flavors),
+        min_workers=min_workers if min_workers is not None and min_workers < workers else None,
+        topology=(
+            engine.Topology(level=topology[0], required=topology[1] == "required")
+            if topology
+            else None
+        ),
+        estimated_runtime=float(estimated_runtime) if estimated_runtime else None,
+    )
+    snapshot = dataclasses.replace(
+        live.snapshot,
+        pending=(*live.snapshot.pending, candidate),
+        topology_levels=_levels(live.snapshot.topology_levels, topology),
+    )
+    result = run_cycle(snapshot)
+    quotas = _quotas(queue, flavors, workers, gpus_per_worker, moment)
+    return _outcome(live, result, queue_key(queue), quotas)
+
+
+def _levels(levels: tuple[str, ...], topology: tuple[str, str] | None) -> tuple[str, ...]:
+    if topology and topology[0] not in levels:
+        return (*levels, topology[0])
+    return levels
+
+
+def _quotas(
+    queue: Queue,
+    flavors: Sequence[Flavor],
+    workers: int,
+    gpus_per_worker: int,
+    now: datetime,
+) -> tuple[FlavorQuota, ...]:
+    quotas = {q.flavor_id: q for q in queue.quotas.all()}
+    used = flavor_usage([queue.pk], now).get(queue.pk, {})
+    need = workers * gpus_per_worker
+    out = []
+    for flavor in flavors:
+        quota = quotas.get(flavor.pk)
+        out.append(
+            FlavorQuota(
+                flavor=flavor.name,
+                nominal=quota.nominal if quota else 0,
+                borrowing_limit=quota.borrowing_limit if quota else None,
+                lending_limit=quota.lending_limit if quota else None,
+                used=used.get(flavor.pk, 0),
+                need=need,
+            )
+        )
+    return tuple(out)
+
+
+def _victim(live: LiveSnapshot, name: str, reason: str, shrink_to: int | None) -> Victim:
+    job = live.jobs[name]
+    return Victim(
+        job_id=job.pk,
+        name=job.name,
+        queue=queue_key(job.queue),
+        reason=reason,
+        shrink_to=shrink_to,
+    )
+
+
+def _outcome(
+    live: LiveSnapshot,
+    result: engine.CycleResult,
+    queue: str,
+    quotas: tuple[FlavorQuota, ...],
+) -> Estimate:
+    admit = next((a for a in result.admits if a.job == CANDIDATE), None)
+    if admit is not None:
+        victims = tuple(
+            _victim(live, s.job, s.reason, None) for s in result.stops if s.by == CANDIDATE
+        ) + tuple(
+            _victim(live, s.job, s.reason or "", s.workers)
+            for s in result.scales
+            if s.by == CANDIDATE
+        )
+        start = _when(admit.start_at)
+        size = f"{admit.workers} worker(s) on {admit.flavor} in cluster {admit.cluster}"
+        outcome: Outcome
+        if victims:
+            outcome = "preempt"
+            names = ", ".join(f"{v.name} (#{v.job_id}, {v.queue})" for v in victims)
+            summary = (
+                f"Would start by preempting {names}: {size}, at about {_clock(start)} "
+                f"after their grace period."
+            )
+        elif admit.borrowing:
+            outcome = "borrow"
+            summary = f"Would start now on quota borrowed from the cohort: {size}."
+        else:
+            outcome = "start"
+            summary = f"Would start now within the queue's quota: {size}."
+        return Estimate(
+            outcome=outcome,
+            summary=summary,
+            queue=queue,
+            flavor=admit.flavor,
+            cluster=admit.cluster,
+            workers=admit.workers,
+            estimated_start=start,
+            victims=victims,
+            quotas=quotas,
+        )
+    info = result.pending.get(CANDIDATE)
+    estimate: datetime | None = None
+    message = ""
+    reason = ""
+    if info is not None:
+        reason = info.reason
+        if info.estimated_start is not None:
+            estimate = _when(info.estimated_start)
+        blocker = ""
+        if info.blocker and info.blocker in live.jobs:
+            blocker = f"{live.jobs[info.blocker].name} (#{info.blocker})"
+        message = dataclasses.replace(info, estimated_start=None, blocker=blocker).message
+        message = message.replace(
+            f"#{info.position} in queue", f"Would be #{info.position} in queue"
+        )
+        if estimate is not None:
+            message += f" Estimated start: {_clock(estimate)}."
+    summary = "Would wait" + (f" (estimated start {_clock(estimate)})" if estimate else "") + "."
+    return Estimate(
+        outcome="wait",
+        summary=summary,
+        queue=queue,
+        estimated_start=estimate,
+        reason=reason,
+        message=message,
+        quotas=quotas,
+    )

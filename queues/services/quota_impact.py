@@ -1,0 +1,114 @@
+"""What lowering a queue's quota below its current usage would do, said before it is saved.
+
+Quotas are admission rules: lowering one stops nothing by itself. The queue's running jobs above
+the new nominal become *borrowing*: in a cohort, other queues' within-nominal jobs may reclaim
+them (if their class is preemptible); without a cohort the queue simply starts nothing new in
+that flavor until its usage drops under the new quota. The jobs named are the most recently
+started ones, which the engine's preemption considers first (docs/SCHEDULING.md rule 5).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from django.db.models import Q
+from django.utils import timezone
+
+from queues.models import Flavor, Job, Queue
+from queues.services.queue_status import HOLDING_STATES, flavor_usage
+
+
+@dataclass(frozen=True)
+class AffectedJob:
+    job_id: int
+    name: str
+    gpus: int
+    preemptible: bool
+
+
+@dataclass(frozen=True)
+class QuotaImpact:
+    flavor: str
+    used: int
+    old_nominal: int
+    new_nominal: int
+    jobs: tuple[AffectedJob, ...] = field(default_factory=tuple)
+    cohort: str | None = None
+
+    @property
+    def above(self) -> int:
+        return self.used - self.new_nominal
+
+    @property
+    def message(self) -> str:
+        text = (
+            f"{self.flavor}: the queue uses {self.used}; the new nominal {self.new_nominal} "
+            f"(was {self.old_nominal}) leaves {self.above} above nominal."
+        )
+        if self.cohort:
+            exposed = [j for j in self.jobs if j.preemptible]
+            kept = [j for j in self.jobs if not j.preemptible]
+            if exposed:
+                names = ", ".join(f"{j.name} (#{j.job_id})" for j in exposed)
+                text += (
+                    f" These running jobs become borrowing and may be preempted to give "
+                    f"GPUs back to other queues of cohort {self.cohort}: {names}."
+                )
+            if kept:
+                names = ", ".join(f"{j.name} (#{j.job_id})" for j in kept)
+                text += f" Not preemptible, they keep running: {names}."
+        else:
+            names = ", ".join(f"{j.name} (#{j.job_id})" for j in self.jobs)
+            text += (
+                f" Nothing is stopped ({names} keep running), but no new {self.flavor} job of "
+                f"this queue starts until its usage drops under {self.new_nominal}."
+            )
+        return text
+
+
+def quota_impact(
+    queue: Queue, new_nominals: dict[int, int], *, now: datetime | None = None
+) -> list[QuotaImpact]:
+    """For each flavor id whose new nominal is below the queue's current usage, what happens.
+    ``new_nominals``: flavor id -> the nominal about to be saved (0 for a removed quota)."""
+    moment = now or timezone.now()
+    usage = flavor_usage([queue.pk], moment).get(queue.pk, {})
+    old = {q.flavor_id: q.nominal for q in queue.quotas.all()} if queue.pk else {}
+    lowered = {f: n for f, n in new_nominals.items() if usage.get(f, 0) > n}
+    if not lowered:
+        return []
+    names = dict(Flavor.objects.filter(pk__in=list(lowered)).values_list("pk", "name"))
+    jobs = list(
+        Job.objects.filter(queue=queue)
+        .filter(Q(state__in=HOLDING_STATES) | Q(runtime__release_at__gt=moment))
+        .exclude(cluster=None)
+        .select_related("service_class", "runtime")
+        .order_by("-started_at", "-pk")
+    )
+    out = []
+    for flavor_id, nominal in sorted(lowered.items(), key=lambda item: names[item[0]]):
+        above = usage[flavor_id] - nominal
+        affected: list[AffectedJob] = []
+        covered = 0
+        for job in jobs:
+            runtime = getattr(job, "runtime", None)
+            job_flavor = runtime.flavor_id if runtime is not None else None
+            if job_flavor is not None and job_flavor != flavor_id:
+                continue
+            gpus = job.gpus_per_worker * sum(int(c) for c in job.placement.values())
+            affected.append(AffectedJob(job.pk, job.name, gpus, job.service_class.preemptible))
+            covered += gpus
+            if covered >= above:
+                break
+        out.append(
+            QuotaImpact(
+                flavor=names[flavor_id],
+                used=usage[flavor_id],
+                old_nominal=old.get(flavor_id, 0),
+                new_nominal=nominal,
+                jobs=tuple(affected),
+                cohort=queue.cohort.name if queue.cohort_id else None,
+            )
+        )
+    return out

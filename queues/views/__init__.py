@@ -1,0 +1,1 @@
+"""The site's pages: researchers (jobs, submit, queues) and platform management (manage/)."""

@@ -1,0 +1,130 @@
+"""Jobs: the filterable, sortable, paginated list; one job's detail; cancel."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.core.paginator import Paginator
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from gpuplatform import access
+from queues.models import IllegalTransition, Job, JobEvent, JobRuntime, Queue, ServiceClass
+from queues.services import cancel_job
+
+PAGE_SIZE = 50
+SORTS = {
+    "name": ("name", "pk"),
+    "queue": ("queue__team__name", "queue__name", "-pk"),
+    "owner": ("owner__username", "-pk"),
+    "class": ("service_class__name", "-pk"),
+    "state": ("state", "-pk"),
+    "submitted": ("submitted_at", "pk"),
+    "gpus": ("workers", "gpus_per_worker", "pk"),
+}
+DEFAULT_SORT = "-submitted"
+
+
+class JobFilterForm(forms.Form):
+    scope = forms.ChoiceField(
+        choices=[("team", "My teams' jobs"), ("mine", "My jobs")], required=False
+    )
+    state = forms.ChoiceField(choices=[("", "any state"), *Job.State.choices], required=False)
+    queue = forms.ModelChoiceField(
+        queryset=Queue.objects.none(), required=False, empty_label="any queue"
+    )
+    service_class = forms.ModelChoiceField(
+        queryset=ServiceClass.objects.all(), required=False, empty_label="any class",
+        label="Class",
+    )  # fmt: skip
+
+    def __init__(self, *args: Any, user: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["queue"].queryset = access.visible_queues(user).select_related("team")  # type: ignore[attr-defined]
+        self.fields["queue"].label_from_instance = lambda q: f"{q.team.name}/{q.name}"  # type: ignore[attr-defined]
+
+
+def _order(sort: str) -> tuple[str, list[str]]:
+    column = sort.lstrip("-")
+    if column not in SORTS:
+        sort, column = DEFAULT_SORT, DEFAULT_SORT.lstrip("-")
+    fields = list(SORTS[column])
+    if sort.startswith("-"):
+        fields = [f[1:] if f.startswith("-") else f"-{f}" for f in fields]
+    return sort, fields
+
+
+@login_required
+def job_list(request: HttpRequest) -> HttpResponse:
+    access.require_submitter(request.user)
+    form = JobFilterForm(request.GET or None, user=request.user)
+    jobs = Job.objects.visible_to(request.user)
+    if form.is_bound and form.is_valid():
+        data = form.cleaned_data
+        if data.get("scope") == "mine":
+            jobs = jobs.filter(owner=request.user)
+        if data.get("state"):
+            jobs = jobs.filter(state=data["state"])
+        if data.get("queue"):
+            jobs = jobs.filter(queue=data["queue"])
+        if data.get("service_class"):
+            jobs = jobs.filter(service_class=data["service_class"])
+    sort, order = _order(request.GET.get("sort", DEFAULT_SORT))
+    jobs = jobs.select_related("queue__team", "owner", "service_class").order_by(*order)
+    page = Paginator(jobs, PAGE_SIZE).get_page(request.GET.get("page"))
+    params = request.GET.copy()
+    params.pop("page", None)
+    return render(
+        request,
+        "queues/job_list.html",
+        {"form": form, "page": page, "sort": sort, "query": params.urlencode()},
+    )
+
+
+def _placement(job: Job) -> list[dict[str, Any]]:
+    return [
+        {"node": node, "workers": int(count), "gpus": int(count) * job.gpus_per_worker}
+        for node, count in sorted(job.placement.items())
+    ]
+
+
+@login_required
+def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    job = access.visible_job_or_404(request.user, pk)
+    try:
+        runtime: JobRuntime | None = JobRuntime.objects.select_related("flavor").get(job=job)
+    except JobRuntime.DoesNotExist:
+        runtime = None
+    events = JobEvent.objects.filter(job=job).order_by("at", "pk")
+    return render(
+        request,
+        "queues/job_detail.html",
+        {
+            "job": job,
+            "runtime": runtime,
+            "flavors": job.acceptable_flavor_names(),
+            "placement": _placement(job),
+            "events": events,
+            "can_cancel": not job.is_finished and access.can_cancel_job(request.user, job),
+        },
+    )
+
+
+@login_required
+@require_POST
+def job_cancel(request: HttpRequest, pk: int) -> HttpResponse:
+    job = access.visible_job_or_404(request.user, pk)
+    try:
+        cancel_job(job, request.user)
+    except PermissionDenied:
+        raise
+    except IllegalTransition as error:
+        messages.error(request, str(error))
+    else:
+        messages.success(request, f"Cancelled {job.name} (#{job.pk}).")
+    return redirect("job-detail", pk=job.pk)

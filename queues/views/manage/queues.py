@@ -1,0 +1,105 @@
+"""A queue and its per-flavor quotas on one page; lowering a quota below usage asks first."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.db import transaction
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+
+import audit
+from audit.history import history_for_many
+from gpuplatform import access
+from queues.forms.manage import QueueForm, QuotaFormSet
+from queues.models import Queue, Quota
+from queues.services.quota_impact import QuotaImpact, quota_impact
+from queues.views.manage.audit_values import audited_values
+
+QUEUE_FIELDS = ("team", "name", "cohort", "weight", "allowed_service_classes", "is_open")
+QUOTA_FIELDS = ("flavor", "nominal", "borrowing_limit", "lending_limit")
+
+
+@login_required
+def queue_list(request: HttpRequest) -> HttpResponse:
+    access.require_platform_admin(request.user)
+    queues = Queue.objects.select_related("team", "cohort").prefetch_related("quotas__flavor")
+    return render(request, "manage/queue_list.html", {"queues": queues})
+
+
+def _new_nominals(formset: Any) -> dict[int, int]:
+    """flavor id -> the nominal the formset would save (0 for rows being deleted)."""
+    out: dict[int, int] = {}
+    for form in formset.forms:
+        data = getattr(form, "cleaned_data", None)
+        if not data or data.get("flavor") is None:
+            if form.instance.pk and data and data.get("DELETE"):
+                out[form.instance.flavor_id] = 0
+            continue
+        flavor_id = data["flavor"].pk
+        if data.get("DELETE"):
+            out.setdefault(flavor_id, 0)
+        else:
+            out[flavor_id] = data["nominal"]
+        if form.instance.pk and form.instance.flavor_id != flavor_id:
+            out.setdefault(form.instance.flavor_id, 0)  # the row moved to another flavor
+    return out
+
+
+@login_required
+def queue_edit(request: HttpRequest, pk: int | None = None) -> HttpResponse:
+    access.require_platform_admin(request.user)
+    queue = get_object_or_404(Queue, pk=pk) if pk is not None else Queue()
+    before = audited_values(queue, QUEUE_FIELDS)
+    quotas_before = {
+        q.pk: (q, audited_values(q, QUOTA_FIELDS))
+        for q in (queue.quotas.select_related("flavor") if queue.pk else [])
+    }
+    form = QueueForm(request.POST or None, instance=queue)
+    formset = QuotaFormSet(request.POST or None, instance=queue, prefix="quotas")
+    impacts: list[QuotaImpact] = []
+    if request.method == "POST" and form.is_valid() and formset.is_valid():
+        if queue.pk:
+            impacts = quota_impact(form.instance, _new_nominals(formset))
+        if not impacts or request.POST.get("confirm") == "yes":
+            with transaction.atomic():
+                saved = form.save()
+                formset.instance = saved
+                formset.save()
+                _record(request.user, saved, before, quotas_before)
+            messages.success(request, f"Saved queue {saved} and its quotas.")
+            return redirect("manage-queue-edit", pk=saved.pk)
+    history = []
+    if queue.pk:
+        objects = [queue, *[q for q, _ in quotas_before.values()]]
+        history = list(history_for_many(objects)[:100])
+    return render(
+        request,
+        "manage/queue_edit.html",
+        {
+            "queue": queue,
+            "form": form,
+            "formset": formset,
+            "impacts": impacts,
+            "history": history,
+        },
+    )
+
+
+def _record(
+    actor: Any, queue: Queue, before: dict[str, Any], quotas_before: dict[int, Any]
+) -> None:
+    audit.record_changes(actor, queue, before, audited_values(queue, QUEUE_FIELDS))
+    current = {q.pk: q for q in Quota.objects.filter(queue=queue).select_related("flavor")}
+    for pk, (old, values) in quotas_before.items():
+        if pk in current:
+            audit.record_changes(
+                actor, current[pk], values, audited_values(current[pk], QUOTA_FIELDS)
+            )
+        else:
+            audit.record_changes(actor, old, values, {})  # removed
+    for pk, quota in current.items():
+        if pk not in quotas_before:
+            audit.record_changes(actor, quota, {}, audited_values(quota, QUOTA_FIELDS))

@@ -1,0 +1,34 @@
+"""Queue pages: every visible queue at a glance, and one queue's quota, usage and line."""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+
+from gpuplatform import access
+from queues.services.queue_status import queue_status, queues_status
+
+
+@login_required
+def queue_list(request: HttpRequest) -> HttpResponse:
+    access.require_submitter(request.user)
+    queues = access.visible_queues(request.user).select_related("team", "cohort")
+    return render(request, "queues/queue_list.html", {"statuses": queues_status(queues)})
+
+
+@login_required
+def queue_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    access.require_submitter(request.user)
+    queue = access.visible_queue_or_404(request.user, pk)
+    status = queue_status(queue)
+    return render(
+        request,
+        "queues/queue_detail.html",
+        {
+            "queue": queue,
+            "status": status,
+            "can_submit": access.submittable_queues(request.user).filter(pk=queue.pk).exists(),
+            "can_edit": access.can_manage_platform(request.user),
+        },
+    )

@@ -1,0 +1,99 @@
+"""The submit page and its live estimate (a small JSON view the page's script calls)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET
+
+from gpuplatform import access
+from queues.forms.submit import SubmitForm
+from queues.services import submit_job
+from queues.services.estimate import Estimate, estimate_submission
+
+
+def _estimate(form: SubmitForm) -> Estimate:
+    data = form.cleaned_data
+    return estimate_submission(
+        form.user,
+        data["queue"],
+        data["service_class"],
+        form.flavor_list(),
+        data["workers"],
+        data["gpus_per_worker"],
+        min_workers=data.get("min_workers"),
+        topology=form.topology(),
+        estimated_runtime=form.runtime_seconds(),
+    )
+
+
+@login_required
+def submit(request: HttpRequest) -> HttpResponse:
+    """GET: the form. POST with ``action=check``: the form again with the estimate (no script
+    needed). POST otherwise: submit through services.submit_job and show the new job."""
+    access.require_submitter(request.user)
+    estimate: Estimate | None = None
+    if request.method == "POST":
+        check = request.POST.get("action") == "check"
+        form = SubmitForm(request.POST, user=request.user, for_estimate=check)
+        if form.is_valid():
+            if check:
+                estimate = _estimate(form)
+            else:
+                job = _submit(request, form)
+                if job is not None:
+                    messages.success(request, f"Submitted {job.name} (#{job.pk}).")
+                    return redirect("job-detail", pk=job.pk)
+    else:
+        initial: dict[str, Any] = {}
+        if request.GET.get("queue"):
+            initial["queue"] = request.GET["queue"]
+        form = SubmitForm(user=request.user, initial=initial)
+    return render(
+        request,
+        "queues/submit.html",
+        {"form": form, "estimate": estimate, "queue_info": form.queue_info()},
+    )
+
+
+def _submit(request: HttpRequest, form: SubmitForm) -> Any:
+    data = form.cleaned_data
+    try:
+        return submit_job(
+            owner=request.user,
+            queue=data["queue"],
+            service_class=data["service_class"],
+            name=data["name"],
+            image=data["image"],
+            command=data["command"],
+            flavors=form.flavor_list(),
+            workers=data["workers"],
+            gpus_per_worker=data["gpus_per_worker"],
+            min_workers=data.get("min_workers"),
+            topology_level=data.get("topology_level") or "",
+            topology_mode=data.get("topology_mode") or "",
+            estimated_runtime=form.runtime_seconds(),
+        )
+    except PermissionDenied as error:
+        form.add_error("queue", str(error))
+    except ValidationError as error:
+        for field, errors in error.message_dict.items():
+            form.add_error(field if field in form.fields else None, errors)
+    return None
+
+
+@login_required
+@require_GET
+def estimate(request: HttpRequest) -> JsonResponse:
+    """The live estimate of the form's current values: ``{"estimate": {...}}`` or
+    ``{"errors": {field: [messages]}}`` (status 400)."""
+    access.require_submitter(request.user)
+    form = SubmitForm(request.GET, user=request.user, for_estimate=True)
+    if not form.is_valid():
+        return JsonResponse({"errors": form.errors.get_json_data()}, status=400)
+    return JsonResponse({"estimate": _estimate(form).as_dict()})

@@ -1,0 +1,93 @@
+"""The UI's world: the root personas plus one simulated cluster (two 8-GPU H100 nodes), a spot
+class, a cycle runner with a controllable clock, and no Celery broker (tests run cycles)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+
+from queues.models import Cluster, Flavor, Job, Node, Queue, ServiceClass
+from queues.services import CycleReport, run_cycle, submit_job
+
+T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+
+
+def later(seconds: float) -> datetime:
+    return T0 + timedelta(seconds=seconds)
+
+
+@pytest.fixture(autouse=True)
+def _no_broker(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Submissions queue a cycle through Celery; here tests run cycles themselves."""
+    from queues import tasks
+
+    monkeypatch.setattr(tasks.run_scheduling_cycle, "delay", lambda: None)
+
+
+@pytest.fixture(autouse=True)
+def _simulation(settings: Any) -> None:
+    settings.SIMULATION_SPEED = 60.0
+    settings.SIMULATION_FAILURE_RATE = 0.0
+
+
+@pytest.fixture
+def spot(db: None) -> ServiceClass:
+    return ServiceClass.objects.create(name="spot", priority=10, grace_period=30)
+
+
+@pytest.fixture
+def sim_cluster(flavor_h100: Flavor) -> Cluster:
+    cluster = Cluster.objects.create(name="sim", driver=Cluster.Driver.SIMULATED)
+    for i in (1, 2):
+        Node.objects.create(
+            cluster=cluster,
+            name=f"n{i}",
+            capacity={"h100": 8},
+            labels={"rack": f"r{i}", "kubernetes.io/hostname": f"n{i}"},
+        )
+    return cluster
+
+
+@pytest.fixture
+def submit(
+    researcher_a: User, researcher_b: User, queue_a: Queue, queue_b: Queue,
+    service_class_std: ServiceClass, flavor_h100: Flavor,
+) -> Callable[..., Job]:  # fmt: skip
+    """``submit(team="a", gpus=8, workers=1, at=T0, **fields)`` through services.submit_job."""
+
+    def make(
+        *, team: str = "a", gpus: int = 8, workers: int = 1, at: datetime = T0,
+        name: str = "train", service_class: ServiceClass | None = None, **fields: Any,
+    ) -> Job:  # fmt: skip
+        fields.setdefault("duration_hint", 3600)
+        return submit_job(
+            owner=researcher_a if team == "a" else researcher_b,
+            queue=queue_a if team == "a" else queue_b,
+            service_class=service_class or service_class_std,
+            name=name,
+            image="pytorch/pytorch:2.4.0",
+            flavors=[flavor_h100],
+            workers=workers,
+            gpus_per_worker=gpus,
+            now=at,
+            **fields,
+        )
+
+    return make
+
+
+@pytest.fixture
+def cycle(
+    django_capture_on_commit_callbacks: Callable[..., Any],
+) -> Callable[[datetime], CycleReport]:
+    """``cycle(at)``: one live cycle at ``at``, its after-commit side effects carried out."""
+
+    def run(at: datetime) -> CycleReport:
+        with django_capture_on_commit_callbacks(execute=True):
+            return run_cycle(now=at)
+
+    return run

@@ -1,0 +1,129 @@
+"""estimate_submission and queue_status: the engine's answer on a copy of the live state."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from django.core.exceptions import ValidationError
+
+from queues.models import Cluster, Flavor, Job, JobEvent, Queue, Quota, ServiceClass
+from queues.services.estimate import estimate_submission
+from queues.services.queue_status import queue_status, queues_status
+from tests.ui.conftest import later
+
+pytestmark = pytest.mark.django_db
+
+
+def _estimate(queue: Queue, cls: ServiceClass, flavor: Flavor, user: Any, **kw: Any) -> Any:
+    kw.setdefault("workers", 1)
+    kw.setdefault("gpus_per_worker", 8)
+    return estimate_submission(user, queue, cls, [flavor], now=kw.pop("now", later(60)), **kw)
+
+
+def test_estimate_on_an_idle_cluster_says_start_now_within_quota(
+    sim_cluster: Cluster, queue_a: Queue, service_class_std: ServiceClass,
+    flavor_h100: Flavor, researcher_a: Any,
+) -> None:  # fmt: skip
+    estimate = _estimate(queue_a, service_class_std, flavor_h100, researcher_a)
+    assert estimate.outcome == "start"
+    assert estimate.flavor == "h100" and estimate.cluster == "sim"
+    quota = estimate.quotas[0]
+    assert (quota.nominal, quota.used, quota.need, quota.within_nominal) == (8, 0, 8, True)
+
+
+def test_estimate_above_nominal_says_borrow(
+    sim_cluster: Cluster, queue_a: Queue, queue_b: Queue, service_class_std: ServiceClass,
+    flavor_h100: Flavor, researcher_a: Any, submit: Callable[..., Job],
+    cycle: Callable[..., Any],
+) -> None:  # fmt: skip
+    submit(gpus=8)
+    cycle(later(1))
+    estimate = _estimate(queue_a, service_class_std, flavor_h100, researcher_a)
+    assert estimate.outcome == "borrow"
+    assert estimate.quotas[0].used == 8 and not estimate.quotas[0].within_nominal
+
+
+def test_estimate_within_nominal_reclaims_from_the_borrowing_queue_and_names_the_victim(
+    sim_cluster: Cluster, queue_a: Queue, queue_b: Queue, service_class_std: ServiceClass,
+    flavor_h100: Flavor, researcher_b: Any, submit: Callable[..., Job],
+    cycle: Callable[..., Any],
+) -> None:  # fmt: skip
+    first = submit(gpus=8, name="first")
+    borrower = submit(gpus=8, name="borrower", at=later(1))
+    cycle(later(2))
+    cycle(later(3))  # the simulated cluster reports them running
+    assert Job.objects.filter(state=Job.State.RUNNING).count() == 2
+    estimate = _estimate(queue_b, service_class_std, flavor_h100, researcher_b, now=later(120))
+    assert estimate.outcome == "preempt", estimate.message
+    assert len(estimate.victims) == 1  # a minimal set: one 8-GPU job of the borrowing queue
+    victim = estimate.victims[0]
+    assert victim.job_id in (first.pk, borrower.pk)
+    assert (victim.queue, victim.reason) == ("team-a/main", "reclaim")
+    assert victim.name in estimate.summary
+
+
+def test_estimate_that_cannot_fit_waits_with_the_engines_reason(
+    sim_cluster: Cluster, queue_a: Queue, service_class_std: ServiceClass,
+    flavor_h100: Flavor, researcher_a: Any, submit: Callable[..., Job],
+    cycle: Callable[..., Any],
+) -> None:  # fmt: skip
+    Quota.objects.filter(queue=queue_a).update(nominal=4)
+    queue_a.cohort = None
+    queue_a.save()
+    submit(gpus=4)
+    cycle(later(1))
+    estimate = _estimate(queue_a, service_class_std, flavor_h100, researcher_a, gpus_per_worker=2)
+    assert estimate.outcome == "wait"
+    assert estimate.reason == "quota-nominal"
+    assert "uses 4 of 4 h100" in estimate.message
+    assert "no cohort" in estimate.message
+
+
+def test_estimate_writes_nothing(
+    sim_cluster: Cluster, queue_a: Queue, service_class_std: ServiceClass,
+    flavor_h100: Flavor, researcher_a: Any, submit: Callable[..., Job],
+) -> None:  # fmt: skip
+    submit(gpus=8)
+    before = (Job.objects.count(), JobEvent.objects.count(), list(Job.objects.values("state")))
+    _estimate(queue_a, service_class_std, flavor_h100, researcher_a)
+    after = (Job.objects.count(), JobEvent.objects.count(), list(Job.objects.values("state")))
+    assert before == after
+
+
+def test_estimate_names_the_bad_field(
+    queue_a: Queue, service_class_std: ServiceClass, flavor_h100: Flavor, researcher_a: Any
+) -> None:
+    with pytest.raises(ValidationError) as error:
+        estimate_submission(researcher_a, queue_a, service_class_std, [], 0, 1)
+    assert set(error.value.message_dict) == {"workers", "flavors"}
+
+
+def test_queue_status_shows_usage_borrowed_and_lent_per_flavor(
+    sim_cluster: Cluster, queue_a: Queue, queue_b: Queue, submit: Callable[..., Job],
+    cycle: Callable[..., Any],
+) -> None:  # fmt: skip
+    submit(gpus=8, name="one")
+    submit(gpus=4, name="two", at=later(1))
+    cycle(later(2))
+    status_a, status_b = queues_status([queue_a, queue_b], now=later(3))
+    assert (status_a.flavors[0].used, status_a.flavors[0].borrowed) == (12, 4)
+    assert (status_b.flavors[0].used, status_b.flavors[0].lent) == (0, 4)
+    assert status_a.usage_gpu_equivalent == 12
+    assert status_a.fair_share_score > status_b.fair_share_score
+
+
+def test_queue_status_lists_pending_jobs_in_rank_order_with_why_text(
+    sim_cluster: Cluster, queue_a: Queue, submit: Callable[..., Job], spot: ServiceClass,
+    cycle: Callable[..., Any],
+) -> None:  # fmt: skip
+    submit(gpus=8, workers=2, name="big")
+    cycle(later(1))
+    low = submit(gpus=8, name="low", at=later(2), service_class=spot)
+    high = submit(gpus=8, name="high", at=later(3))
+    cycle(later(4))
+    status = queue_status(queue_a, now=later(5))
+    assert status.pending_count == 2
+    assert [(p.position, p.job_id) for p in status.pending] == [(1, high.pk), (2, low.pk)]
+    assert status.pending[0].message.startswith("#1 in queue team-a/main")
