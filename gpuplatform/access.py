@@ -130,6 +130,51 @@ def can_view_chargeback(user: User) -> bool:
     return is_platform_admin(user) or is_finance(user)
 
 
+# --- accounting (usage ledger, chargeback, statements, prices) --------------------------------
+def sees_all_accounting(user: User) -> bool:
+    """Finance and platform admins read every team's usage, charges and statements."""
+    return is_platform_admin(user) or is_finance(user)
+
+
+def admin_teams(user: User) -> QuerySet[Team]:
+    """Teams where the user is a team admin."""
+    from queues.models import Membership, Team
+
+    if not user.is_authenticated:
+        return Team.objects.none()
+    return Team.objects.filter(
+        memberships__user=user, memberships__role=Membership.Role.TEAM_ADMIN
+    ).distinct()
+
+
+def filter_visible_usage(records: QuerySet[Any], user: User) -> QuerySet[Any]:
+    """Ledger rows: all for finance and platform admins; a team admin's teams' rows; a
+    researcher's own rows; nothing for anyone else."""
+    from django.db.models import Q
+
+    if sees_all_accounting(user):
+        return records
+    if not user.is_authenticated:
+        return records.none()
+    return records.filter(Q(team__in=admin_teams(user)) | Q(user=user, team__in=member_teams(user)))
+
+
+def filter_visible_statements(statements: QuerySet[Any], user: User) -> QuerySet[Any]:
+    """Statements: all for finance and platform admins; their teams' for team admins."""
+    if sees_all_accounting(user):
+        return statements
+    return statements.filter(team__in=admin_teams(user))
+
+
+def can_read_prices(user: User) -> bool:
+    return sees_all_accounting(user)
+
+
+def can_edit_prices(user: User) -> bool:
+    """Only platform admins set prices, class multipliers and budgets."""
+    return is_platform_admin(user)
+
+
 def can_use_admin_site(user: User) -> bool:
     return is_platform_admin(user)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from datetime import timedelta
 from pathlib import Path
 
+from celery.schedules import crontab
 from django.core.exceptions import ImproperlyConfigured
 
 from gpuplatform.env import env_bool, env_database, env_float, env_int, env_list, env_str
@@ -74,6 +75,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "gpuplatform.context_processors.nav_items",
+                "accounting.context_processors.budget_alerts",
             ],
         },
     },
@@ -175,12 +177,23 @@ SIMULATION_SPEED = env_float("SIMULATION_SPEED", 60.0, minimum=0.001)
 SIMULATION_FAILURE_RATE = env_float("SIMULATION_FAILURE_RATE", 0.02, minimum=0.0, maximum=1.0)
 """Fraction of simulated job runs that fail (deterministic per job id and attempt)."""
 
+# --- Accounting ---------------------------------------------------------------------------------
+ACCOUNTING_CURRENCY = env_str("ACCOUNTING_CURRENCY", "USD").upper()
+"""The one currency of prices, charges, statements and budgets (ISO 4217, 2 minor units)."""
+
+ACCOUNTING_SHARE_IDLE = env_bool("ACCOUNTING_SHARE_IDLE", False)
+"""Add idle-share lines to statements (OpenCost's shareIdle); close_month --share-idle too."""
+
 CELERY_BEAT_SCHEDULE = {
     "scheduling-cycle": {
         "task": "queues.tasks.run_scheduling_cycle",
         "schedule": timedelta(seconds=CYCLE_INTERVAL),
         # A tick that waited longer than one interval is useless: the next one is on its way.
         "options": {"expires": CYCLE_INTERVAL},
+    },
+    "close-last-month": {
+        "task": "accounting.tasks.close_last_month",
+        "schedule": crontab(minute=30, hour=0, day_of_month="1"),
     },
 }
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
@@ -24,11 +23,3 @@ def home(request: HttpRequest) -> HttpResponse:
             "is_finance": access.is_finance(request.user),
         },
     )
-
-
-@login_required
-def chargeback(request: HttpRequest) -> HttpResponse:
-    """Finance and platform admins only. The report itself comes with the accounting issue."""
-    if not access.can_view_chargeback(request.user):
-        raise PermissionDenied("Chargeback is for finance and platform admins.")
-    return render(request, "chargeback.html")

@@ -20,6 +20,7 @@ from datetime import datetime
 from django.db import transaction
 from django.utils import timezone
 
+from accounting.services import accrue_usage
 from queues.models import CycleRun
 from queues.scheduling.cycle import run_cycle as decide
 from queues.services import counters, lease, observe
@@ -55,6 +56,7 @@ def run_cycle(
             lease.confirm(holder)
             effects += apply_result(live, result, report)
             transaction.on_commit(lambda: _carry_out(effects, now))
+        accrue_usage(moment)  # accounting: the usage ledger up to this cycle (accounting/ledger.py)
         report.duration_seconds = time.perf_counter() - started
         _record(report, worker or holder)
     finally:

@@ -1,0 +1,17 @@
+"""Accounting routes under /api/v1/ (included from gpuplatform/urls.py)."""
+
+from django.urls import path
+from rest_framework.routers import SimpleRouter
+
+from accounting.api import views
+
+router = SimpleRouter()
+router.register("usage", views.UsageViewSet, basename="usage")
+router.register("prices", views.FlavorPriceViewSet, basename="price")
+router.register("class-multipliers", views.ClassMultiplierViewSet, basename="class-multiplier")
+router.register("statements", views.StatementViewSet, basename="statement")
+
+urlpatterns = [
+    path("chargeback/", views.ChargebackView.as_view(), name="chargeback-api"),
+    *router.urls,
+]

@@ -1,0 +1,243 @@
+"""Chargeback: GPU-hours, GPU-equivalent hours and cost per group over a period, from the ledger.
+
+Pricing rule (fast and exact): a ledger row is priced ONCE when it closes (cost stored on the
+row). For a period [start, end), every closed, priced row that lies wholly inside it is summed
+by the database (one GROUP BY on the ledger). The few other rows that overlap the period -- still
+open, cut by the period's edges, or unpriced at closing -- are clipped to the period and priced
+now with `accounting.rating.rate`, then added to their group. Open rows count up to the latest
+accrual (at most one cycle behind). Money is summed from rounded lines, never re-rounded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, time
+from decimal import Decimal
+
+from django.contrib.auth import get_user_model
+from django.db.models import Q, QuerySet, Sum
+from django.utils.dateparse import parse_date, parse_datetime
+
+from accounting import rating
+from accounting.models import UsageRecord
+from accounting.pricing import RELATED, currency, interval_of, load_price_list
+from queues.models import Cluster, Flavor, Queue, ServiceClass, Team
+
+GROUP_KEYS = ("team", "queue", "user", "flavor", "service_class", "cluster")
+ZERO = Decimal(0)
+
+
+class ParameterError(ValueError):
+    """A query parameter is wrong; `parameter` names it."""
+
+    def __init__(self, parameter: str, message: str) -> None:
+        super().__init__(message)
+        self.parameter = parameter
+        self.message = message
+
+
+@dataclass(frozen=True)
+class Period:
+    start: datetime
+    end: datetime
+
+
+@dataclass
+class Totals:
+    gpu_hours: Decimal = ZERO
+    gpu_equivalent_hours: Decimal = ZERO
+    cost: Decimal = ZERO
+
+    def add(self, gpu_hours: Decimal, gpu_equivalent_hours: Decimal, cost: Decimal) -> None:
+        self.gpu_hours += gpu_hours
+        self.gpu_equivalent_hours += gpu_equivalent_hours
+        self.cost += cost
+
+
+@dataclass(frozen=True)
+class Row:
+    group: dict[str, str]
+    totals: Totals
+
+
+def parse_moment(parameter: str, value: str) -> datetime:
+    """An ISO date (midnight UTC) or an ISO datetime (naive means UTC)."""
+    text = value.strip()
+    try:
+        moment = parse_datetime(text)
+        if moment is None:
+            day = parse_date(text)
+            moment = datetime.combine(day, time.min) if day is not None else None
+    except ValueError:
+        moment = None
+    if moment is None:
+        raise ParameterError(
+            parameter,
+            f"{parameter}={value!r} is not a date: use YYYY-MM-DD or an ISO 8601 date-time.",
+        )
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC)
+
+
+def parse_period(start: str | None, end: str | None, now: datetime) -> Period:
+    """[start, end): defaults to the current UTC month."""
+    lower = parse_moment("start", start) if start else rating.month_start(now)
+    upper = parse_moment("end", end) if end else rating.next_month_start(now)
+    if lower > upper:
+        raise ParameterError(
+            "start", f"start ({lower.isoformat()}) is after end ({upper.isoformat()})."
+        )
+    return Period(lower, upper)
+
+
+def parse_group_by(values: Sequence[str]) -> tuple[str, ...]:
+    """Keys from repeated and/or comma-separated group_by values; default ("team",)."""
+    keys = [key.strip() for value in values for key in value.split(",") if key.strip()]
+    for key in keys:
+        if key not in GROUP_KEYS:
+            raise ParameterError(
+                "group_by", f"group_by: unknown key {key!r}; choose from {', '.join(GROUP_KEYS)}."
+            )
+    if len(set(keys)) != len(keys):
+        raise ParameterError("group_by", f"group_by repeats a key: {', '.join(keys)}.")
+    return tuple(keys) or ("team",)
+
+
+def overlapping(records: QuerySet[UsageRecord], period: Period) -> QuerySet[UsageRecord]:
+    return records.filter(start__lt=period.end, end__gt=period.start)
+
+
+def _inside(period: Period) -> Q:
+    return Q(start__gte=period.start, end__lte=period.end, closed=True, cost__isnull=False)
+
+
+def _fields(keys: Sequence[str]) -> list[str]:
+    return [f"{key}_id" for key in keys]
+
+
+def _edge_totals(
+    records: QuerySet[UsageRecord], period: Period, keys: Sequence[str]
+) -> dict[tuple[int, ...], Totals]:
+    """Rows overlapping the period that the database cannot sum: priced here, clipped."""
+    edges = overlapping(records, period).exclude(_inside(period)).select_related(*RELATED)
+    out: dict[tuple[int, ...], Totals] = {}
+    price_list: rating.PriceList | None = None
+    for record in edges.iterator(chunk_size=2000):
+        if price_list is None:
+            price_list = load_price_list()
+        charges = rating.rate([interval_of(record, period.start, period.end)], price_list)
+        key = tuple(getattr(record, field) for field in _fields(keys))
+        totals = out.setdefault(key, Totals())
+        for charge in charges:
+            totals.add(charge.unit_hours, charge.gpu_equivalent_hours, charge.cost)
+    return out
+
+
+class Labels:
+    """Readable names of the ids a group holds (queues as team/queue)."""
+
+    def __init__(self, keys: Sequence[str]) -> None:
+        self.names: dict[str, dict[int, str]] = {}
+        for key in keys:
+            if key == "team":
+                self.names[key] = dict(Team.objects.values_list("pk", "name"))
+            elif key == "queue":
+                self.names[key] = {
+                    q.pk: f"{q.team.name}/{q.name}" for q in Queue.objects.select_related("team")
+                }
+            elif key == "user":
+                model = get_user_model()
+                self.names[key] = dict(model.objects.values_list("pk", model.USERNAME_FIELD))
+            elif key == "flavor":
+                self.names[key] = dict(Flavor.objects.values_list("pk", "name"))
+            elif key == "service_class":
+                self.names[key] = dict(ServiceClass.objects.values_list("pk", "name"))
+            elif key == "cluster":
+                self.names[key] = dict(Cluster.objects.values_list("pk", "name"))
+
+    def group(self, keys: Sequence[str], ids: Sequence[int]) -> dict[str, str]:
+        return {key: self.names[key].get(pk, str(pk)) for key, pk in zip(keys, ids, strict=True)}
+
+
+def grouped_totals(
+    records: QuerySet[UsageRecord], period: Period, keys: Sequence[str]
+) -> Iterator[tuple[tuple[int, ...], Totals]]:
+    """(group ids, totals) per group, streamed from a database aggregation (ordered by the ids),
+    with the edge rows' charges merged in. Raises `rating.RatingError` when an open or edge
+    row's flavor has no price in force -- before the first row, so a stream never breaks off."""
+    edges = _edge_totals(records, period, keys)
+    return _merged(records, period, keys, edges)
+
+
+def _merged(
+    records: QuerySet[UsageRecord],
+    period: Period,
+    keys: Sequence[str],
+    edges: dict[tuple[int, ...], Totals],
+) -> Iterator[tuple[tuple[int, ...], Totals]]:
+    fields = _fields(keys)
+    aggregated = (
+        records.filter(_inside(period))
+        .values(*fields)
+        .annotate(
+            gpu_hours=Sum("unit_hours"),
+            gpu_equivalent_hours=Sum("gpu_equivalent_hours"),
+            cost=Sum("cost"),
+        )
+        .order_by(*fields)
+    )
+    for item in aggregated.iterator(chunk_size=2000):
+        ids = tuple(item[field] for field in fields)
+        totals = edges.pop(ids, None) or Totals()
+        totals.add(item["gpu_hours"], item["gpu_equivalent_hours"], item["cost"])
+        yield ids, totals
+    for ids in sorted(edges):
+        yield ids, edges[ids]
+
+
+def chargeback_rows(
+    records: QuerySet[UsageRecord], period: Period, keys: Sequence[str]
+) -> Iterator[Row]:
+    """`grouped_totals` with readable group names (prices checked before the first row)."""
+    groups = grouped_totals(records, period, keys)
+    labels = Labels(keys)
+    return (Row(labels.group(keys, ids), totals) for ids, totals in groups)
+
+
+@dataclass(frozen=True)
+class Report:
+    period: Period
+    group_by: tuple[str, ...]
+    currency: str
+    rows: list[Row]
+    total: Totals
+
+
+def chargeback_report(
+    records: QuerySet[UsageRecord], period: Period, keys: Sequence[str]
+) -> Report:
+    """All rows (sorted by their names) and the total, for JSON and the finance page."""
+    rows = sorted(
+        chargeback_rows(records, period, keys),
+        key=lambda row: tuple(row.group[key] for key in keys),
+    )
+    total = Totals()
+    for row in rows:
+        total.add(row.totals.gpu_hours, row.totals.gpu_equivalent_hours, row.totals.cost)
+    return Report(period, tuple(keys), currency(), rows, total)
+
+
+def row_values(group: Mapping[str, str], totals: Totals) -> dict[str, str]:
+    """A row as strings (money and hours as Decimal strings)."""
+    return dict(group) | {
+        "gpu_hours": str(rating.quantize_hours(totals.gpu_hours)),
+        "gpu_equivalent_hours": str(rating.quantize_hours(totals.gpu_equivalent_hours)),
+        "cost": str(rating.quantize_money(totals.cost)),
+    }
+
+
+def month_of(day: date) -> Period:
+    start = datetime(day.year, day.month, 1, tzinfo=UTC)
+    return Period(start, rating.next_month_start(start))

@@ -1,0 +1,100 @@
+"""From the database to the pure rating package: the price list in force and ledger rows as
+`UsageInterval`s. All arithmetic is `accounting.rating`'s; nothing is rated here.
+
+Rules:
+- A flavor is priced by its own `FlavorPrice` rows; a MIG flavor (resource nvidia.com/mig-*) with
+  no own row in force is priced at its gpu_equivalent x the price of its parent whole-GPU flavor,
+  the non-MIG flavor with the same `gpu_model`.
+- A service class is rated at its `ClassMultiplier` in force; before its first row (or with no
+  rows) at `ServiceClass.price_multiplier` (the seeded default).
+- One currency: `settings.ACCOUNTING_CURRENCY` (default USD), 2 minor units.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from decimal import Decimal
+
+from django.conf import settings
+
+from accounting import rating
+from accounting.models import ClassMultiplier, FlavorPrice, UsageRecord
+from queues.models import Flavor, ServiceClass
+
+BEGINNING = datetime(1970, 1, 1, tzinfo=UTC)
+GPU_EQUIVALENT_QUANTUM = Decimal("0.000001")
+
+
+def currency() -> str:
+    return str(getattr(settings, "ACCOUNTING_CURRENCY", "USD"))
+
+
+def gpu_equivalent_of(flavor: Flavor) -> Decimal:
+    """The flavor's (float) GPU-equivalent as a Decimal with 6 places (1/7 -> 0.142857)."""
+    return Decimal(repr(float(flavor.gpu_equivalent))).quantize(GPU_EQUIVALENT_QUANTUM)
+
+
+def mig_parents(flavors: Iterable[Flavor]) -> dict[str, str]:
+    """MIG flavor name -> the whole-GPU flavor of the same gpu_model (when there is one)."""
+    flavors = list(flavors)
+    whole = {f.gpu_model: f.name for f in flavors if not f.is_mig and f.gpu_model}
+    return {f.name: whole[f.gpu_model] for f in flavors if f.is_mig and f.gpu_model in whole}
+
+
+def load_price_list() -> rating.PriceList:
+    """Every price and multiplier row, with the service classes' defaults before their rows."""
+    unit = currency()
+    prices = tuple(
+        rating.FlavorPrice(
+            flavor=row.flavor.name,
+            price_per_unit_hour=row.price_per_unit_hour,
+            effective_from=row.effective_from,
+            currency=row.currency,
+        )
+        for row in FlavorPrice.objects.select_related("flavor")
+    )
+    rows = list(ClassMultiplier.objects.select_related("service_class"))
+    multipliers = [
+        rating.ClassMultiplier(row.service_class.name, row.multiplier, row.effective_from)
+        for row in rows
+    ]
+    starts = {(row.service_class.name, row.effective_from) for row in rows}
+    for service_class in ServiceClass.objects.all():
+        if (service_class.name, BEGINNING) not in starts:
+            multipliers.append(
+                rating.ClassMultiplier(
+                    service_class.name, Decimal(service_class.price_multiplier), BEGINNING
+                )
+            )
+    return rating.PriceList(
+        currency=unit,
+        prices=prices,
+        multipliers=tuple(multipliers),
+        mig_parents=mig_parents(Flavor.objects.all()),
+    )
+
+
+def interval_of(
+    record: UsageRecord, start: datetime | None = None, end: datetime | None = None
+) -> rating.UsageInterval:
+    """The ledger row (optionally clipped to [start, end)) as a rating interval. Needs the row's
+    team, queue, user, cluster, flavor and service class loaded (select_related)."""
+    lower = max(record.start, start) if start is not None else record.start
+    upper = min(record.end, end) if end is not None else record.end
+    return rating.UsageInterval(
+        job_id=str(record.job_id),
+        team=record.team.name,
+        queue=f"{record.team.name}/{record.queue.name}",
+        user=record.user.get_username(),
+        cluster=record.cluster.name,
+        flavor=record.flavor.name,
+        service_class=record.service_class.name,
+        units=record.units,
+        gpu_equivalent=record.gpu_equivalent,
+        start=lower,
+        end=max(lower, upper),
+    )
+
+
+RELATED = ("team", "queue", "user", "cluster", "flavor", "service_class")
