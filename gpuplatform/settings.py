@@ -48,6 +48,7 @@ INSTALLED_APPS = [
     "queues",
     "accounting",
     "audit",
+    "dashboards",
 ]
 
 MIDDLEWARE = [

@@ -1,0 +1,409 @@
+"""From the database to plain data (dashboards.plain): each function runs a fixed number of
+queries, whatever the number of teams, jobs or buckets."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, time, timedelta
+from decimal import Decimal
+
+from django.db.models import Count, Q, Sum
+
+from accounting import rating
+from accounting.chargeback import Period, chargeback_rows
+from accounting.models import Budget, UsageRecord
+from accounting.pricing import RELATED, currency, interval_of, load_price_list
+from dashboards.models import FIVE_MINUTES, ONE_HOUR, CapacitySample, UsageRollup
+from dashboards.plain import (
+    BurnDown,
+    FairShareRow,
+    FlavorUtilization,
+    MonthlyCosts,
+    NodeSlots,
+    PreemptionSeries,
+    QuotaRow,
+    Slot,
+    TeamJob,
+    UsageSeries,
+    WaitRow,
+    percentile,
+)
+from dashboards.rollup import floor_to
+from queues.models import Flavor, Job, JobEvent, JobFlavor, Node, Queue, Team
+from queues.scheduling import fairshare
+from queues.services.queue_status import HOLDING_STATES, QueueStatus, queues_status
+
+MIG_CONFIG_LABEL = "nvidia.com/mig.config"
+OTHER_TEAMS = "other teams"
+PREEMPTION_KINDS = ("preempted", "requeued")
+
+
+@dataclass(frozen=True)
+class Range:
+    name: str
+    label: str
+    length: timedelta
+    bucket_seconds: int
+
+
+RANGES = {
+    "hour": Range("hour", "last hour", timedelta(hours=1), FIVE_MINUTES),
+    "day": Range("day", "last day", timedelta(days=1), FIVE_MINUTES),
+    "week": Range("week", "last week", timedelta(days=7), ONE_HOUR),
+    "month": Range("month", "last 30 days", timedelta(days=30), ONE_HOUR),
+}
+DEFAULT_RANGE = "day"
+
+
+def _buckets(now: datetime, span: Range) -> list[datetime]:
+    last = floor_to(now, span.bucket_seconds)
+    count = int(span.length.total_seconds()) // span.bucket_seconds
+    step = timedelta(seconds=span.bucket_seconds)
+    return [last - step * i for i in range(count - 1, -1, -1)]
+
+
+# --- usage over time --------------------------------------------------------------------------
+def usage_series(
+    now: datetime,
+    span: Range,
+    *,
+    team_ids: Sequence[int] | None = None,
+    by: str = "team",
+    top: int = 10,
+    with_capacity: bool = True,
+) -> UsageSeries:
+    """Average GPU-equivalents in use per bucket, by team (the `top` largest, the rest summed as
+    "other teams") or by flavor, with capacity and failed GPU-equivalents. Three queries."""
+    buckets = _buckets(now, span)
+    position = {b: i for i, b in enumerate(buckets)}
+    field = "team_id" if by == "team" else "flavor_id"
+    rows = UsageRollup.objects.filter(
+        bucket_seconds=span.bucket_seconds, bucket_start__gte=buckets[0], bucket_start__lte=now
+    )
+    if team_ids is not None:
+        rows = rows.filter(team_id__in=list(team_ids))
+    model: type[Team] | type[Flavor] = Team if by == "team" else Flavor
+    names: dict[int, str] = dict(model.objects.values_list("pk", "name"))
+    values: dict[str, list[float]] = defaultdict(lambda: [0.0] * len(buckets))
+    for bucket, key, seconds in (
+        rows.values("bucket_start", field)
+        .annotate(total=Sum("gpu_equivalent_seconds"))
+        .values_list("bucket_start", field, "total")
+    ):
+        i = position.get(bucket)
+        if i is not None:
+            values[names.get(key, str(key))][i] = seconds / span.bucket_seconds
+    ranked = sorted(values, key=lambda name: (-sum(values[name]), name))
+    stacks = {name: tuple(values[name]) for name in sorted(ranked[:top])}
+    if len(ranked) > top:
+        rest = [sum(col) for col in zip(*(values[name] for name in ranked[top:]), strict=True)]
+        stacks[OTHER_TEAMS if by == "team" else "other flavors"] = tuple(rest)
+    capacity: tuple[float | None, ...] = ()
+    failed: tuple[float | None, ...] = ()
+    if with_capacity:
+        cap: list[float | None] = [None] * len(buckets)
+        bad: list[float | None] = [None] * len(buckets)
+        for bucket, total, down in (
+            CapacitySample.objects.filter(
+                bucket_seconds=span.bucket_seconds, bucket_start__gte=buckets[0]
+            )
+            .values("bucket_start")
+            .annotate(total=Sum("capacity_gpu_equivalent"), down=Sum("failed_gpu_equivalent"))
+            .values_list("bucket_start", "total", "down")
+        ):
+            i = position.get(bucket)
+            if i is not None:
+                cap[i], bad[i] = total, down
+        capacity, failed = tuple(cap), tuple(bad)
+    return UsageSeries(
+        range_label=span.label,
+        bucket_seconds=span.bucket_seconds,
+        buckets=tuple(buckets),
+        stacks=stacks,
+        capacity=capacity,
+        failed=failed,
+        stacked_by=by,
+    )
+
+
+# --- what runs where now ----------------------------------------------------------------------
+@dataclass(frozen=True)
+class Holding:
+    job_id: int
+    name: str
+    team: str
+    cluster_id: int
+    flavor_id: int
+    units_by_node: dict[str, int]
+
+
+def holdings(now: datetime) -> list[Holding]:
+    """Jobs holding GPUs now (admitted, running or stopping), the units per node. Two queries."""
+    rows = list(
+        Job.objects.filter(Q(state__in=HOLDING_STATES) | Q(runtime__release_at__gt=now))
+        .exclude(cluster=None)
+        .values_list(
+            "pk", "name", "queue__team__name", "cluster_id", "placement", "gpus_per_worker",
+            "runtime__flavor_id",
+        )
+    )  # fmt: skip
+    missing = [row[0] for row in rows if row[6] is None]
+    first = dict(
+        JobFlavor.objects.filter(job_id__in=missing, rank=0).values_list("job_id", "flavor_id")
+    )
+    out = []
+    for pk, name, team, cluster_id, placement, g, flavor_id in rows:
+        flavor = flavor_id if flavor_id is not None else first.get(pk)
+        if flavor is None:
+            continue
+        units = {node: int(count) * g for node, count in (placement or {}).items() if count}
+        out.append(Holding(pk, name, team, cluster_id, flavor, units))
+    return out
+
+
+def flavor_utilization(now: datetime) -> list[FlavorUtilization]:
+    """Per flavor: units on all nodes, held by jobs, on failed nodes. Four queries."""
+    flavors = list(Flavor.objects.values_list("pk", "name"))
+    capacity: dict[str, int] = defaultdict(int)
+    failed: dict[str, int] = defaultdict(int)
+    for units_by_flavor, ready in Node.objects.values_list("capacity", "ready"):
+        for name, units in (units_by_flavor or {}).items():
+            capacity[name] += units
+            if not ready:
+                failed[name] += units
+    used: dict[int, int] = defaultdict(int)
+    for holding in holdings(now):
+        used[holding.flavor_id] += sum(holding.units_by_node.values())
+    return [
+        FlavorUtilization(name, capacity[name], used[pk], failed[name])
+        for pk, name in flavors
+        if capacity[name] or used[pk]
+    ]
+
+
+def node_slots(now: datetime) -> list[NodeSlots]:
+    """Every node's GPUs and MIG slices per flavor, each free or held by a team's job, MIG
+    nodes first. Four queries."""
+    flavors = {f.name: f for f in Flavor.objects.all()}
+    by_id = {f.pk: f.name for f in flavors.values()}
+    held: dict[tuple[int, str, str], list[Holding]] = defaultdict(list)
+    for holding in holdings(now):
+        for node in holding.units_by_node:
+            held[(holding.cluster_id, node, by_id[holding.flavor_id])].append(holding)
+    out = []
+    for node in Node.objects.select_related("cluster"):
+        for name, units in sorted((node.capacity or {}).items()):
+            slots: list[Slot] = []
+            for holding in sorted(held[(node.cluster_id, node.name, name)], key=lambda h: h.job_id):
+                label = f"#{holding.job_id} {holding.name}"
+                slots += [Slot(holding.team, label)] * holding.units_by_node[node.name]
+            slots += [Slot()] * max(0, units - len(slots))
+            flavor = flavors.get(name)
+            out.append(
+                NodeSlots(
+                    node=f"{node.cluster.name}/{node.name}",
+                    flavor=name,
+                    mig_config=str((node.labels or {}).get(MIG_CONFIG_LABEL, "")),
+                    ready=node.ready,
+                    is_mig=bool(flavor and flavor.is_mig),
+                    slots=tuple(slots),
+                )
+            )
+    return sorted(out, key=lambda n: (not n.is_mig, n.node, n.flavor))
+
+
+# --- quotas and fair share --------------------------------------------------------------------
+def all_queue_statuses(now: datetime, queues: Iterable[Queue] | None = None) -> list[QueueStatus]:
+    targets = Queue.objects.select_related("team") if queues is None else queues
+    return queues_status(targets, now=now, pending_limit=0)
+
+
+def team_statuses(team: Team, now: datetime) -> list[QueueStatus]:
+    """The team's queues with (up to 100 of) their pending jobs in rank order."""
+    queues = Queue.objects.filter(team=team).select_related("team")
+    return queues_status(queues, now=now, pending_limit=100)
+
+
+def quota_rows(statuses: Sequence[QueueStatus]) -> list[QuotaRow]:
+    return [
+        QuotaRow(s.queue, f.flavor, f.nominal, f.used, f.borrowed, f.lent)
+        for s in statuses
+        for f in s.flavors
+    ]
+
+
+def fair_share_rows(statuses: Sequence[QueueStatus]) -> list[FairShareRow]:
+    """Decayed usage, share and Slurm's factor per queue, from the statuses (no query)."""
+    total_usage = sum(s.decayed_usage for s in statuses)
+    total_weight = sum(s.weight for s in statuses)
+    rows = []
+    for s in statuses:
+        usage_fraction = s.decayed_usage / total_usage if total_usage > 0 else 0.0
+        share_fraction = s.weight / total_weight if total_weight > 0 else 0.0
+        rows.append(
+            FairShareRow(
+                queue=s.queue,
+                weight=s.weight,
+                decayed_usage_hours=s.decayed_usage / 3600.0,
+                usage_fraction=usage_fraction,
+                share_fraction=share_fraction,
+                factor=fairshare.slurm_factor(usage_fraction, share_fraction),
+                score=s.fair_share_score,
+                current_usage=s.usage_gpu_equivalent,
+                pending=s.pending_count,
+            )
+        )
+    return rows
+
+
+# --- queue health -----------------------------------------------------------------------------
+def wait_rows(now: datetime, days: int = 7) -> list[WaitRow]:
+    """Per queue and class: pending jobs now, and p50/p95 of (started_at - submitted_at) over
+    the jobs that started in the last `days` days. Three queries."""
+    names = {q.pk: f"{q.team.name}/{q.name}" for q in Queue.objects.select_related("team")}
+    pending: dict[tuple[int, str], int] = {}
+    for queue_id, cls, count in (
+        Job.objects.filter(state=Job.State.PENDING)
+        .values("queue_id", "service_class__name")
+        .annotate(count=Count("pk"))
+        .values_list("queue_id", "service_class__name", "count")
+    ):
+        pending[(queue_id, cls)] = count
+    waits: dict[tuple[int, str], list[float]] = defaultdict(list)
+    for queue_id, cls, submitted, started in Job.objects.filter(
+        started_at__gte=now - timedelta(days=days), started_at__lte=now
+    ).values_list("queue_id", "service_class__name", "submitted_at", "started_at"):
+        waits[(queue_id, cls)].append(max(0.0, (started - submitted).total_seconds() / 60.0))
+    keys = sorted(set(pending) | set(waits), key=lambda k: (names.get(k[0], ""), k[1]))
+    return [
+        WaitRow(
+            queue=names.get(queue_id, str(queue_id)),
+            service_class=cls,
+            pending=pending.get((queue_id, cls), 0),
+            started=len(waits[(queue_id, cls)]),
+            p50_minutes=percentile(waits[(queue_id, cls)], 50),
+            p95_minutes=percentile(waits[(queue_id, cls)], 95),
+        )
+        for queue_id, cls in keys
+    ]
+
+
+def preemption_series(now: datetime, days: int = 14) -> PreemptionSeries:
+    """Preemptions (and node-failure requeues) per UTC day and reason. One query."""
+    today = now.astimezone(UTC).date()
+    day_list = [today - timedelta(days=i) for i in range(days - 1, -1, -1)]
+    start = datetime.combine(day_list[0], time.min, tzinfo=UTC)
+    position = {d: i for i, d in enumerate(day_list)}
+    counts: dict[str, list[int]] = defaultdict(lambda: [0] * days)
+    for at, data in JobEvent.objects.filter(
+        kind__in=PREEMPTION_KINDS, at__gte=start, at__lte=now
+    ).values_list("at", "data"):
+        reason = str((data or {}).get("reason") or "unknown")
+        i = position.get(at.astimezone(UTC).date())
+        if i is not None:
+            counts[reason][i] += 1
+    return PreemptionSeries(
+        days=tuple(day_list), by_reason={r: tuple(counts[r]) for r in sorted(counts)}
+    )
+
+
+# --- charges ----------------------------------------------------------------------------------
+def month_starts(now: datetime, months: int) -> list[datetime]:
+    first = rating.month_start(now)
+    out = [first]
+    for _ in range(months - 1):
+        out.append(rating.month_start(out[-1] - timedelta(days=1)))
+    return list(reversed(out))
+
+
+def monthly_costs(now: datetime, months: int = 6, by: str = "team") -> MonthlyCosts:
+    """Cost per team (or flavor) for each of the last `months` UTC months, from accounting's
+    chargeback (exact, the same numbers as statements). About four queries a month."""
+    starts = month_starts(now, months)
+    labels = [f"{s:%Y-%m}" for s in starts]
+    values: dict[str, list[float]] = defaultdict(lambda: [0.0] * months)
+    for i, start in enumerate(starts):
+        period = Period(start, rating.next_month_start(start))
+        for row in chargeback_rows(UsageRecord.objects.all(), period, [by]):
+            values[row.group[by]][i] = float(row.totals.cost)
+    return MonthlyCosts(
+        currency=currency(),
+        months=tuple(labels),
+        by_group={name: tuple(values[name]) for name in sorted(values)},
+    )
+
+
+def burn_downs(now: datetime) -> list[BurnDown]:
+    """This month's budgets: what is left at the end of each day so far. Each ledger row of a
+    budgeted team is cut at UTC midnights and rated with accounting.rating (so a day's cost may
+    differ from the month's statement by rounding cents). Four queries plus the price list."""
+    month = rating.month_start(now)
+    end = rating.next_month_start(now)
+    budgets = list(Budget.objects.filter(month=month.date()).select_related("team"))
+    if not budgets:
+        return []
+    records = (
+        UsageRecord.objects.filter(
+            team_id__in=[b.team_id for b in budgets], start__lt=now, end__gt=month
+        )
+        .select_related(*RELATED)
+        .order_by()
+    )
+    intervals = []
+    for record in records.iterator(chunk_size=2000):
+        day = max(record.start, month)
+        stop = min(record.end, now)
+        while day < stop:
+            midnight = datetime.combine(day.date() + timedelta(days=1), time.min, tzinfo=UTC)
+            intervals.append(interval_of(record, day, min(midnight, stop)))
+            day = midnight
+    spent: dict[tuple[str, date], Decimal] = defaultdict(Decimal)
+    if intervals:
+        for charge in rating.rate(intervals, load_price_list()):
+            spent[(charge.team, charge.start.date())] += charge.cost
+    days_in_month = (end - month).days
+    today = now.astimezone(UTC).date()
+    days = [month.date() + timedelta(days=i) for i in range((today - month.date()).days + 1)]
+    out = []
+    for budget in sorted(budgets, key=lambda b: b.team.name):
+        amount = float(budget.amount)
+        remaining, running = [], Decimal(0)
+        for day in days:
+            running += spent.get((budget.team.name, day), Decimal(0))
+            remaining.append(amount - float(running))
+        ideal = [amount * (1 - (i + 1) / days_in_month) for i in range(len(days))]
+        out.append(
+            BurnDown(
+                team=budget.team.name,
+                currency=budget.currency,
+                budget=amount,
+                days=tuple(days),
+                remaining=tuple(remaining),
+                ideal=tuple(ideal),
+            )
+        )
+    return out
+
+
+# --- a team's view ----------------------------------------------------------------------------
+def team_jobs(statuses: Sequence[QueueStatus], username: str) -> list[TeamJob]:
+    """The team's pending jobs with their position in their queue (statuses listed with their
+    pending jobs); `mine` marks the user's own (no query: owner names come with the statuses)."""
+    out = []
+    for s in statuses:
+        for p in s.pending:
+            out.append(
+                TeamJob(
+                    job_id=p.job_id,
+                    name=p.name,
+                    queue=s.queue,
+                    owner=p.owner,
+                    position=p.position,
+                    pending_in_queue=s.pending_count,
+                    message=p.message,
+                    mine=p.owner == username,
+                )
+            )
+    return out
