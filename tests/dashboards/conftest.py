@@ -1,0 +1,122 @@
+"""The dashboards' small world: the root personas and queues, one simulated cluster with two
+8-GPU H100 nodes (n2 not Ready) and one MIG node (14 x 1g.10gb), jobs that hold GPUs, ledger
+rows written directly (`ledger_row`), an H100 price and a budget for team A."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+
+from accounting.models import FlavorPrice, UsageRecord
+from queues.models import Cluster, Flavor, Job, JobRuntime, Node, Queue
+
+T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+
+
+def at(minutes: float) -> datetime:
+    return T0 + timedelta(minutes=minutes)
+
+
+@pytest.fixture
+def cluster(db: None) -> Cluster:
+    return Cluster.objects.create(name="sim", driver=Cluster.Driver.SIMULATED)
+
+
+@pytest.fixture
+def flavor_mig(db: None) -> Flavor:
+    return Flavor.objects.create(
+        name="h100-1g.10gb",
+        resource="nvidia.com/mig-1g.10gb",
+        gpu_model="NVIDIA-H100-80GB-HBM3",
+        mig_profile="1g.10gb",
+        gpu_equivalent=1 / 7,
+    )
+
+
+@pytest.fixture
+def nodes(cluster: Cluster, flavor_h100: Flavor, flavor_mig: Flavor) -> list[Node]:
+    return [
+        Node.objects.create(cluster=cluster, name="n1", capacity={"h100": 8}),
+        Node.objects.create(cluster=cluster, name="n2", capacity={"h100": 8}, ready=False),
+        Node.objects.create(
+            cluster=cluster,
+            name="mig-1",
+            capacity={"h100-1g.10gb": 14},
+            labels={"nvidia.com/mig.config": "all-1g.10gb"},
+        ),
+    ]
+
+
+@pytest.fixture
+def h100_price(flavor_h100: Flavor) -> FlavorPrice:
+    """2.00 USD per H100-hour (MIG slices: 1/7 of it)."""
+    return FlavorPrice.objects.create(
+        flavor=flavor_h100,
+        price_per_unit_hour=Decimal("2.00"),
+        effective_from=datetime(2020, 1, 1, tzinfo=UTC),
+    )
+
+
+@pytest.fixture
+def running_job(make_job: Callable[..., Job], cluster: Cluster) -> Callable[..., Job]:
+    """``running_job(queue=, owner=, node=, workers=, gpus_per_worker=, flavor=)``: a job that
+    runs now on ``node`` with its admitted flavor on its runtime row."""
+
+    def make(
+        *, queue: Queue, owner: User, node: str, flavor: Flavor | None = None, **fields: Any
+    ) -> Job:
+        job = make_job(queue=queue, owner=owner, **fields)
+        if flavor is not None:
+            job.set_acceptable_flavors([flavor])
+        Job.objects.filter(pk=job.pk).update(
+            state=Job.State.RUNNING,
+            cluster=cluster,
+            placement={node: job.workers},
+            current_workers=job.workers,
+            admitted_at=job.submitted_at,
+            started_at=job.submitted_at,
+        )
+        JobRuntime.objects.create(job=job, flavor=flavor or job.acceptable_flavors()[0])
+        job.refresh_from_db()
+        return job
+
+    return make
+
+
+@pytest.fixture
+def ledger_row(cluster: Cluster, flavor_h100: Flavor) -> Callable[..., UsageRecord]:
+    """``ledger_row(job, start, end, units=1, flavor=None, closed=True)``: one ledger row as
+    accounting writes it (cost left to the chargeback's pricing)."""
+
+    def make(
+        job: Job,
+        start: datetime,
+        end: datetime,
+        units: int = 1,
+        flavor: Flavor | None = None,
+        closed: bool = True,
+    ) -> UsageRecord:
+        flavor = flavor or flavor_h100
+        return UsageRecord.objects.create(
+            job=job,
+            team=job.queue.team,
+            queue=job.queue,
+            user=job.owner,
+            cluster=cluster,
+            flavor=flavor,
+            service_class=job.service_class,
+            workers=1,
+            units=units,
+            gpu_equivalent=Decimal(repr(flavor.gpu_equivalent)).quantize(Decimal("0.000001")),
+            start=start,
+            end=end,
+            seconds=Decimal((end - start).total_seconds()),
+            closed=closed,
+        )
+
+    return make
