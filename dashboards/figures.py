@@ -27,7 +27,7 @@ from dashboards.plain import (
 Figure = dict[str, Any]
 
 PALETTE = (
-    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+    "#1f77b4", "#ff7f0e", "#2ca02c", "#6baed6", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
     "#bcbd22", "#17becf", "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173", "#3182bd",
 )  # fmt: skip
 FREE_COLOUR = "#e8ecf2"
@@ -89,22 +89,24 @@ def usage_over_time(series: UsageSeries) -> Figure:
         data.append(
             {
                 "type": "scatter",
-                "mode": "lines",
+                "mode": "lines+markers",
                 "name": "Capacity",
                 "x": x,
                 "y": [_r(v) for v in series.capacity],
                 "line": {"color": CAPACITY_COLOUR, "width": 2, "dash": "dash"},
+                "marker": {"size": 3},
             }
         )
     if series.failed:
         data.append(
             {
                 "type": "scatter",
-                "mode": "lines",
+                "mode": "lines+markers",
                 "name": "Failed",
                 "x": x,
                 "y": [_r(v) for v in series.failed],
                 "line": {"color": FAILED_COLOUR, "width": 2},
+                "marker": {"size": 3},
             }
         )
     minutes = series.bucket_seconds // 60
@@ -281,7 +283,9 @@ def slice_map(nodes: Sequence[NodeSlots], title: str) -> Figure:
                 "ygap": 2,
                 "hovertemplate": "%{y}, slot %{x}: %{text}<extra></extra>",
             }
-        ],
+        ]
+        + [_legend_entry(name, colour_of(name)) for name in teams]
+        + [_legend_entry("free", FREE_COLOUR), _legend_entry("failed node", FAILED_COLOUR)],
         "layout": _layout(
             title,
             "Slot (one GPU or MIG slice)",
@@ -291,6 +295,20 @@ def slice_map(nodes: Sequence[NodeSlots], title: str) -> Figure:
             xaxis={"dtick": 1},
             margin={"l": 20, "r": 20, "t": 60, "b": 60},
         ),
+    }
+
+
+def _legend_entry(name: str, colour: str) -> dict[str, Any]:
+    """A legend-only marker (heatmaps have no legend of their own)."""
+    return {
+        "type": "scatter",
+        "mode": "markers",
+        "name": name,
+        "x": [None],
+        "y": [None],
+        "marker": {"color": colour, "symbol": "square", "size": 12},
+        "showlegend": True,
+        "hoverinfo": "skip",
     }
 
 

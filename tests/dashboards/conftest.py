@@ -1,6 +1,6 @@
 """The dashboards' small world: the root personas and queues, one simulated cluster with two
 8-GPU H100 nodes (n2 not Ready) and one MIG node (14 x 1g.10gb), jobs that hold GPUs, ledger
-rows written directly (`ledger_row`), an H100 price and a budget for team A."""
+rows written directly (`ledger_row`), an H100 price, and `grow(n)` for n more busy teams."""
 
 from __future__ import annotations
 
@@ -11,9 +11,11 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
+from django.utils import timezone
 
-from accounting.models import FlavorPrice, UsageRecord
-from queues.models import Cluster, Flavor, Job, JobRuntime, Node, Queue
+from accounting.models import Budget, FlavorPrice, UsageRecord
+from dashboards.rollup import record_cycle
+from queues.models import Cluster, Flavor, Job, JobEvent, JobRuntime, Node, Queue, Quota, Team
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 
@@ -120,3 +122,39 @@ def ledger_row(cluster: Cluster, flavor_h100: Flavor) -> Callable[..., UsageReco
         )
 
     return make
+
+
+@pytest.fixture
+def grow(
+    running_job: Callable[..., Job],
+    make_job: Callable[..., Job],
+    ledger_row: Callable[..., UsageRecord],
+    flavor_h100: Flavor,
+    flavor_mig: Flavor,
+    nodes: list[object],
+    h100_price: FlavorPrice,
+    researcher_a: User,
+) -> Callable[[int], None]:
+    """``grow(n)``: n more teams, each with a queue, a budget, a running and a pending job,
+    ledger rows, a preemption, then a roll-up."""
+    counter = {"teams": 0}
+
+    def add(n: int) -> None:
+        now = timezone.now()
+        month = now.date().replace(day=1)
+        for _ in range(n):
+            counter["teams"] += 1
+            team = Team.objects.create(name=f"grown-{counter['teams']}")
+            queue = Queue.objects.create(team=team, name="main")
+            Quota.objects.create(queue=queue, flavor=flavor_h100, nominal=2)
+            Quota.objects.create(queue=queue, flavor=flavor_mig, nominal=7)
+            Budget.objects.create(team=team, month=month, amount=Decimal("500.00"))
+            job = running_job(queue=queue, owner=researcher_a, node="n1")
+            running_job(queue=queue, owner=researcher_a, node="mig-1", flavor=flavor_mig)
+            pending = make_job(queue=queue, owner=researcher_a, name="waits")
+            ledger_row(job, now - timedelta(hours=2), now - timedelta(minutes=1), 1)
+            ledger_row(job, now - timedelta(days=40), now - timedelta(days=39), 2)
+            JobEvent.objects.create(job=pending, kind="preempted", data={"reason": "reclaim"})
+        record_cycle(timezone.now())
+
+    return add

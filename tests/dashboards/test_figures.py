@@ -140,6 +140,8 @@ def test_slice_map_has_one_row_per_node_and_flavor_and_a_cell_per_slice() -> Non
     assert heat["z"] == [[2, 3, 0], [1, 1, None]]  # teams 2.., free 0, failed node 1, padding
     assert heat["text"][0] == ["team-a #3 infer", "team-b #4 nb", "free"]
     assert heat["text"][1] == ["failed", "failed", ""]
+    legend = [t["name"] for t in fig["data"][1:]]
+    assert legend == ["team-a", "team-b", "free", "failed node"]
     assert titles(fig) == (
         "MIG slices per node",
         "Slot (one GPU or MIG slice)",

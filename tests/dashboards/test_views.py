@@ -4,8 +4,6 @@ queries that does not grow with the data."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import timedelta
-from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -14,52 +12,13 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
-from django.utils import timezone
 
-from accounting.models import Budget, FlavorPrice, UsageRecord
-from dashboards.rollup import record_cycle
 from dashboards.views import DASHBOARDS
-from queues.models import Flavor, Job, JobEvent, Membership, Queue, Quota, Team
+from queues.models import Job, Membership, Queue, Team
 
 pytestmark = pytest.mark.django_db
 
 PLATFORM = ["cluster", "quotas", "mig", "health", "charges"]
-
-
-@pytest.fixture
-def grow(
-    running_job: Callable[..., Job],
-    make_job: Callable[..., Job],
-    ledger_row: Callable[..., UsageRecord],
-    flavor_h100: Flavor,
-    flavor_mig: Flavor,
-    nodes: list[object],
-    h100_price: FlavorPrice,
-    researcher_a: User,
-) -> Callable[[int], None]:
-    """``grow(n)``: n more teams, each with a queue, a budget, a running and a pending job,
-    ledger rows, a preemption, then a roll-up."""
-    counter = {"teams": 0}
-
-    def add(n: int) -> None:
-        now = timezone.now()
-        month = now.date().replace(day=1)
-        for _ in range(n):
-            counter["teams"] += 1
-            team = Team.objects.create(name=f"grown-{counter['teams']}")
-            queue = Queue.objects.create(team=team, name="main")
-            Quota.objects.create(queue=queue, flavor=flavor_h100, nominal=2)
-            Quota.objects.create(queue=queue, flavor=flavor_mig, nominal=7)
-            Budget.objects.create(team=team, month=month, amount=Decimal("500.00"))
-            job = running_job(queue=queue, owner=researcher_a, node="n1")
-            running_job(queue=queue, owner=researcher_a, node="mig-1", flavor=flavor_mig)
-            pending = make_job(queue=queue, owner=researcher_a, name="waits")
-            ledger_row(job, now - timedelta(hours=2), now - timedelta(minutes=1), 1)
-            ledger_row(job, now - timedelta(days=40), now - timedelta(days=39), 2)
-            JobEvent.objects.create(job=pending, kind="preempted", data={"reason": "reclaim"})
-        record_cycle(timezone.now())
-
-    return add
 
 
 @pytest.fixture
