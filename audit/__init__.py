@@ -11,14 +11,20 @@ if TYPE_CHECKING:
 
 
 def record_changes(
-    actor: Any, instance: Model, before: dict[str, Any], after: dict[str, Any]
+    actor: Any,
+    instance: Model,
+    before: dict[str, Any],
+    after: dict[str, Any],
+    *,
+    label: str | None = None,
 ) -> list[AuditEntry]:
     """Record one ``AuditEntry`` per field whose value differs between ``before`` and ``after``
-    (keys missing on one side count as ``None``: a created or deleted object). Values must be
-    JSON-serialisable (Decimals and datetimes are stored as strings). Returns the entries."""
+    (keys missing on one side count as ``None``: a created or deleted object). Decimals,
+    datetimes and related objects are stored as strings. ``label`` names the object in the
+    history (default ``str(instance)``). Returns the entries."""
     from audit.history import record_changes as record
 
-    return record(actor, instance, before, after)
+    return record(actor, instance, before, after, label=label)
 
 
 def history_for(instance: Model) -> QuerySet[AuditEntry]:

@@ -29,10 +29,15 @@ def _json(value: Any) -> Any:
 
 
 def record_changes(
-    actor: Any, instance: Model, before: dict[str, Any], after: dict[str, Any]
+    actor: Any,
+    instance: Model,
+    before: dict[str, Any],
+    after: dict[str, Any],
+    *,
+    label: str | None = None,
 ) -> list[AuditEntry]:
     entries = []
-    label = str(instance)[:200]
+    label = (label if label is not None else str(instance))[:200]
     name = actor.get_username() if actor is not None and actor.is_authenticated else ""
     user = actor if actor is not None and actor.is_authenticated else None
     for field in sorted(set(before) | set(after)):

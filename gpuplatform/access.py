@@ -27,8 +27,19 @@ PLATFORM_ADMIN_GROUP = "platform-admin"
 FINANCE_GROUP = "finance"
 
 
+GROUP_CACHE_ATTR = "_gpuplatform_group_names"
+
+
 def _in_group(user: Any, group: str) -> bool:
-    return bool(user.is_authenticated and user.groups.filter(name=group).exists())
+    """One query per user object (a request's user lives for one request), then remembered:
+    a page asks several rules about the same user."""
+    if not user.is_authenticated:
+        return False
+    names = getattr(user, GROUP_CACHE_ATTR, None)
+    if names is None:
+        names = frozenset(user.groups.values_list("name", flat=True))
+        setattr(user, GROUP_CACHE_ATTR, names)
+    return group in names
 
 
 def is_platform_admin(user: User) -> bool:

@@ -189,5 +189,5 @@ def metrics_view(request: HttpRequest) -> HttpResponse:
         if not constant_time_compare(given, token):
             return HttpResponse("A valid bearer token is required.\n", status=401)
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(DatabaseCollector())  # type: ignore[arg-type]
+    registry.register(DatabaseCollector())
     return HttpResponse(generate_latest(registry), content_type=CONTENT_TYPE_LATEST)

@@ -10,13 +10,13 @@ from django.contrib.auth import get_user_model
 from queues.models import Cluster, Cohort, Flavor, Membership, Queue, Quota, ServiceClass, Team
 
 
-class TeamForm(forms.ModelForm):  # type: ignore[type-arg]
+class TeamForm(forms.ModelForm):
     class Meta:
         model = Team
         fields = ["name", "description"]
 
 
-class MembershipForm(forms.ModelForm):  # type: ignore[type-arg]
+class MembershipForm(forms.ModelForm):
     user = forms.ModelChoiceField(queryset=get_user_model().objects.order_by("username"))
 
     class Meta:
@@ -29,13 +29,13 @@ MembershipFormSet = forms.inlineformset_factory(
 )
 
 
-class CohortForm(forms.ModelForm):  # type: ignore[type-arg]
+class CohortForm(forms.ModelForm):
     class Meta:
         model = Cohort
         fields = ["name", "description"]
 
 
-class ServiceClassForm(forms.ModelForm):  # type: ignore[type-arg]
+class ServiceClassForm(forms.ModelForm):
     class Meta:
         model = ServiceClass
         fields = [
@@ -50,13 +50,13 @@ class ServiceClassForm(forms.ModelForm):  # type: ignore[type-arg]
         ]
 
 
-class FlavorForm(forms.ModelForm):  # type: ignore[type-arg]
+class FlavorForm(forms.ModelForm):
     class Meta:
         model = Flavor
         fields = ["name", "resource", "gpu_model", "mig_profile", "gpu_equivalent", "node_selector"]
 
 
-class ClusterForm(forms.ModelForm):  # type: ignore[type-arg]
+class ClusterForm(forms.ModelForm):
     """Connection settings are write-only: the token is never rendered back; blank keeps it."""
 
     token = forms.CharField(
@@ -100,20 +100,20 @@ class ClusterForm(forms.ModelForm):  # type: ignore[type-arg]
         return token or self._stored_token
 
 
-class QueueForm(forms.ModelForm):  # type: ignore[type-arg]
+class QueueForm(forms.ModelForm):
     class Meta:
         model = Queue
         fields = ["team", "name", "cohort", "weight", "allowed_service_classes", "is_open"]
         widgets = {"allowed_service_classes": forms.CheckboxSelectMultiple}
 
 
-class QuotaForm(forms.ModelForm):  # type: ignore[type-arg]
+class QuotaForm(forms.ModelForm):
     class Meta:
         model = Quota
         fields = ["flavor", "nominal", "borrowing_limit", "lending_limit"]
 
 
-class BaseQuotaFormSet(forms.BaseInlineFormSet):  # type: ignore[type-arg]
+class BaseQuotaFormSet(forms.BaseInlineFormSet):
     def clean(self) -> None:
         super().clean()
         seen: set[int] = set()

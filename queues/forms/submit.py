@@ -19,7 +19,7 @@ MAX_GPUS_PER_WORKER = 64
 MAX_RUNTIME_MINUTES = 60 * 24 * 30
 
 
-class QueueChoiceField(forms.ModelChoiceField):  # type: ignore[type-arg]
+class QueueChoiceField(forms.ModelChoiceField):
     def label_from_instance(self, obj: Any) -> str:
         return f"{obj.team.name}/{obj.name}"
 
@@ -91,10 +91,10 @@ class SubmitForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.user = user
         queues = access.submittable_queues(user).select_related("team").order_by("team__name")
-        self.fields["queue"].queryset = queues  # type: ignore[attr-defined]
+        self.fields["queue"].queryset = queues
         flavors = Flavor.objects.filter(quotas__queue__in=queues).distinct().order_by("name")
         for name in ("flavor", *FALLBACKS):
-            self.fields[name].queryset = flavors  # type: ignore[attr-defined]
+            self.fields[name].queryset = flavors
         if for_estimate:  # the live estimate needs only what decides where the job goes
             for name in ("name", "image"):
                 self.fields[name].required = False
@@ -166,9 +166,7 @@ class SubmitForm(forms.Form):
     def queue_info(self) -> dict[str, Any]:
         """For the page's script: queue id -> the class ids it accepts and the flavor ids it has
         a quota for (the form narrows its choices as the queue changes)."""
-        queues = self.fields["queue"].queryset.prefetch_related(  # type: ignore[attr-defined]
-            "allowed_service_classes", "quotas"
-        )
+        queues = self.fields["queue"].queryset.prefetch_related("allowed_service_classes", "quotas")
         return {
             str(q.pk): {
                 "classes": [c.pk for c in q.allowed_service_classes.all()],

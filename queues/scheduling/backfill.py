@@ -14,13 +14,17 @@ from queues.scheduling.context import CycleContext, Reservation
 from queues.scheduling.model import PendingJob
 from queues.scheduling.placement import place
 
+MAX_PLACEMENT_ATTEMPTS = 24  # bound on trial placements while looking for the start time
+
 
 def release_schedule(ctx: CycleContext, flavor: str) -> list[tuple[float, int, int, str]]:
     """(time, node index, units, queue) at which GPUs of ``flavor`` are expected to come free."""
     events = list(ctx.releases.get(flavor, ()))
+    now = ctx.now
     for r in ctx.running:
         if r.flavor == flavor and r.workers:
-            events.extend((r.est_end, i, w * r.g, r.queue) for i, w in r.workers.items())
+            end = max(now, r.est_end)  # a job past its estimate is expected to end any moment
+            events.extend((end, i, w * r.g, r.queue) for i, w in r.workers.items())
     events.sort()
     return events
 
@@ -33,6 +37,8 @@ def find_reservation(ctx: CycleContext, job: PendingJob, flavors: list[str]) -> 
     need = least * g
     quota = ctx.quota
     can_borrow = ctx.cls(job.service_class).can_borrow
+    cohort = quota.cohort.get(job.queue)
+    attempts = MAX_PLACEMENT_ATTEMPTS
     for flavor in flavors:
         free = dict(ctx.cap.free_of(flavor))
         total = sum(free.values())
@@ -48,11 +54,15 @@ def find_reservation(ctx: CycleContext, job: PendingJob, flavors: list[str]) -> 
                 if i in free:
                     free[i] += u
                     total += u
-                if q:  # held victims' extra GPUs count in no queue's quota
+                # only its own queue and its cohort bear on the job's quota
+                if q and (q == job.queue or (cohort is not None and quota.cohort.get(q) == cohort)):
                     quota.add(q, flavor, -u)
                     released.append((q, u))
                 pos += 1
             if total >= need and quota.blocked_reason(job.queue, flavor, need, can_borrow) is None:
+                attempts -= 1
+                if attempts < 0:
+                    break  # too fragmented to find a start cheaply: no reservation this cycle
                 p = place(ctx.cap, flavor, least, least, g, job.topology, free)
                 if p is not None:
                     units = {i: w * g for i, w in p.workers.items()}

@@ -16,7 +16,7 @@ from queues.scheduling.model import (
     Stop,
     Topology,
 )
-from queues.scheduling.placement import Capacity, Workers
+from queues.scheduling.placement import Capacity, Layout, Workers, layout_of
 from queues.scheduling.policies import Policy
 from queues.scheduling.quota import QuotaState
 
@@ -71,7 +71,9 @@ class CycleContext:
     running: list[RunningJob]
     stops: list[Stop] = field(default_factory=list)
     reservation: Reservation | None = None
-    victim_pools: dict[str, list[RunningJob]] = field(default_factory=dict)
+    victim_pools: dict[str, dict[str, list[RunningJob]]] = field(default_factory=dict)
+    # running jobs changed by this cycle (shrunk, grown, stopped), with their workers before
+    mutated: list[tuple[RunningJob, Workers]] = field(default_factory=list)
     # known releases (stopping jobs): flavor -> [(time, node, units, queue)]
     releases: dict[str, list[tuple[float, int, int, str]]] = field(default_factory=dict)
 
@@ -93,7 +95,7 @@ class CycleContext:
         return self.now + self.runtime_of(job.estimated_runtime, self.cls(job.service_class))
 
 
-def _workers_of(cap: Capacity, job: AdmittedJob) -> Workers:
+def _workers_of(cap: Layout, job: AdmittedJob) -> Workers:
     out: Workers = {}
     g = max(1, job.gpus_per_worker)
     for node, units in job.placement.items():
@@ -103,103 +105,211 @@ def _workers_of(cap: Capacity, job: AdmittedJob) -> Workers:
     return out
 
 
-_workers_cache: dict[int, tuple[AdmittedJob, object, Workers]] = {}
+class _Entry:
+    """One admitted job as counted in the incremental state."""
+
+    __slots__ = ("job", "pristine", "running", "total", "units")
+
+    def __init__(self, job: AdmittedJob, workers: Workers, running: RunningJob | None) -> None:
+        self.job = job
+        self.pristine = workers
+        self.units = {i: w * job.gpus_per_worker for i, w in workers.items()}
+        self.total = job.workers * job.gpus_per_worker
+        self.running = running
 
 
-def _cached_workers(
-    cap: Capacity, job: AdmittedJob, fresh: dict[int, tuple[AdmittedJob, object, Workers]]
-) -> Workers:
-    """``_workers_of``, remembered per (immutable) job object and node numbering."""
-    hit = _workers_cache.get(id(job))
-    if hit is not None and hit[0] is job and hit[1] is cap.index:
-        workers = hit[2]
-    else:
-        workers = _workers_of(cap, job)
-    fresh[id(job)] = (job, cap.index, workers)
-    return dict(workers)
+class _Incremental:
+    """Free capacity and quota usage of the admitted jobs, updated by difference.
 
+    Successive snapshots (the simulator's, cycle after cycle) share most ``AdmittedJob``
+    objects; only the jobs that appeared or disappeared are counted again. Entries keep their
+    job object alive, so an ``id`` can never be reused while its entry exists. The result is
+    exactly what counting every job from scratch gives.
+    """
 
-def build_context(snapshot: Snapshot, policy: Policy) -> CycleContext:
-    """Free capacity and quota usage after every admitted job; failures and overruns stopped."""
-    cap = Capacity(snapshot)
-    quota = QuotaState(snapshot.queues)
-    classes = {c.name: c for c in snapshot.service_classes}
-    ctx = CycleContext(snapshot, policy, cap, quota, classes, [])
-    now = snapshot.now
-    waiting = {j.name for j in snapshot.admitted if j.started_at is None and not j.stopping}
-    held: dict[str, list[AdmittedJob]] = {}
-    preemptors: dict[str, AdmittedJob] = {}
-    fresh: dict[int, tuple[AdmittedJob, object, Workers]] = {}
-    usage: dict[tuple[str, str], int] = {}
-    for job in sorted(snapshot.admitted, key=lambda j: j.name):
-        cls = ctx.cls(job.service_class)
-        workers = _cached_workers(cap, job, fresh)
-        units = {i: w * job.gpus_per_worker for i, w in workers.items()}
-        if job.stopping:
-            if job.held_for is not None and job.held_for in waiting:
-                held.setdefault(job.held_for, []).append(job)
-                continue
-            cap.take(job.flavor, units)
-            key = (job.queue, job.flavor)
-            usage[key] = usage.get(key, 0) + job.workers * job.gpus_per_worker
-            release = job.release_at if job.release_at is not None else now
-            rel = ctx.releases.setdefault(job.flavor, [])
-            rel.extend((release, i, u, job.queue) for i, u in units.items())
-            continue
-        if any(i in cap.failed for i in workers):
-            ctx.stops.append(Stop(job.name, "node-failure", None, now))
-            continue
-        if (
-            cls.max_runtime is not None
-            and job.started_at is not None
-            and now - job.started_at >= cls.max_runtime
-        ):
-            ctx.stops.append(Stop(job.name, "max-runtime", None, now, requeue=False))
-            continue
-        cap.take(job.flavor, units)
-        key = (job.queue, job.flavor)
-        usage[key] = usage.get(key, 0) + job.workers * job.gpus_per_worker
-        if job.started_at is None:
-            preemptors[job.name] = job
-        start = job.started_at if job.started_at is not None else (job.start_at or now)
-        runtime = ctx.runtime_of(job.estimated_runtime, cls)
-        ctx.running.append(
-            RunningJob(
+    def __init__(self, layout: Layout, classes: tuple[ServiceClass, ...], default_runtime: float):
+        self.layout = layout
+        self.classes_key = classes
+        self.default_runtime = default_runtime
+        self.classes = {c.name: c for c in classes}
+        self.entries: dict[int, _Entry] = {}
+        self.free: dict[str, dict[int, int]] = {f: dict(v) for f, v in layout.base_free.items()}
+        self.usage: dict[tuple[str, str], int] = {}
+        self.stopping: set[int] = set()
+        self.waiting: dict[str, _Entry] = {}
+        self.mutated: list[tuple[RunningJob, Workers]] = []
+        self.on_node: dict[int, set[int]] = {}  # node index -> entries with a worker there
+
+    def runtime(self, job: AdmittedJob, cls: ServiceClass) -> float:
+        if job.estimated_runtime is not None:
+            return job.estimated_runtime
+        if cls.max_runtime is not None:
+            return cls.max_runtime
+        return self.default_runtime
+
+    def add(self, key: int, job: AdmittedJob) -> None:
+        workers = _workers_of(self.layout, job)
+        running: RunningJob | None = None
+        if not job.stopping:
+            cls = self.classes.get(job.service_class, DEFAULT_CLASS)
+            start = job.started_at if job.started_at is not None else (job.start_at or 0.0)
+            running = RunningJob(
                 name=job.name,
                 queue=job.queue,
                 cls=cls,
                 cluster=job.cluster,
                 flavor=job.flavor,
                 g=job.gpus_per_worker,
-                workers=workers,
+                workers=dict(workers),
                 started_at=job.started_at,
-                est_end=max(now, start + runtime),
+                est_end=start + self.runtime(job, cls),
                 min_workers=job.min_workers,
                 max_workers=job.max_workers,
                 topology=job.topology,
                 preemptible_now=job.started_at is not None,
             )
-        )
-    _workers_cache.clear()
-    _workers_cache.update(fresh)
-    for (q, f), total in sorted(usage.items()):
-        quota.add(q, f, total)
-    # victims still in their grace period: only what exceeds the preemptor's share is extra
-    for name, victims in held.items():
-        pre = preemptors.get(name)
+        entry = _Entry(job, workers, running)
+        self.entries[key] = entry
+        free = self.free.get(job.flavor)
+        if free is not None:
+            for i, u in entry.units.items():
+                if i in free:
+                    free[i] -= u
+        ukey = (job.queue, job.flavor)
+        self.usage[ukey] = self.usage.get(ukey, 0) + entry.total
+        for i in entry.units:
+            self.on_node.setdefault(i, set()).add(key)
+        if job.stopping:
+            self.stopping.add(key)
+        elif job.started_at is None:
+            self.waiting[job.name] = entry
+
+    def remove(self, key: int) -> None:
+        entry = self.entries.pop(key)
+        job = entry.job
+        free = self.free.get(job.flavor)
+        if free is not None:
+            for i, u in entry.units.items():
+                if i in free:
+                    free[i] += u
+        self.usage[(job.queue, job.flavor)] -= entry.total
+        for i in entry.units:
+            self.on_node[i].discard(key)
+        self.stopping.discard(key)
+        if self.waiting.get(job.name) is entry:
+            del self.waiting[job.name]
+
+
+_state: list[_Incremental] = []
+
+
+def _incremental(snapshot: Snapshot, layout: Layout) -> _Incremental:
+    if _state:
+        inc = _state[0]
+        if (
+            inc.layout is layout
+            and inc.classes_key is snapshot.service_classes
+            and inc.default_runtime == snapshot.default_runtime
+        ):
+            for r, workers in reversed(
+                inc.mutated
+            ):  # undo last cycle's shrink/grow/stop on the copies
+                r.workers = dict(workers)
+                r.preemptible_now = r.started_at is not None
+            inc.mutated = []
+            return inc
+    inc = _Incremental(layout, snapshot.service_classes, snapshot.default_runtime)
+    _state[:] = [inc]
+    return inc
+
+
+def build_context(snapshot: Snapshot, policy: Policy) -> CycleContext:
+    """Free capacity and quota usage after every admitted job; failures and overruns stopped."""
+    layout = layout_of(snapshot)
+    inc = _incremental(snapshot, layout)
+    plain: dict[int, AdmittedJob] = {}
+    victims: list[AdmittedJob] = []  # stopping jobs whose GPUs may be held for a preemptor
+    for job in snapshot.admitted:
+        if job.stopping and job.held_for is not None:
+            victims.append(job)
+        else:
+            plain[id(job)] = job
+    entries = inc.entries
+    for key in entries.keys() - plain.keys():
+        inc.remove(key)
+    for key in plain.keys() - entries.keys():
+        inc.add(key, plain[key])
+    held: dict[str, list[AdmittedJob]] = {}
+    for job in victims:
+        if job.held_for in inc.waiting:
+            held.setdefault(job.held_for or "", []).append(job)
+        else:  # its preemptor is gone or started: an ordinary stopping job
+            inc.add(id(job), job)
+    cap = Capacity(snapshot, inc.free)
+    now = snapshot.now
+    usage = dict(inc.usage)
+    for job in victims:
+        if job.held_for in inc.waiting:  # counted against its queue until released
+            ukey = (job.queue, job.flavor)
+            usage[ukey] = usage.get(ukey, 0) + job.workers * job.gpus_per_worker
+    quota = QuotaState(snapshot.queues, usage)
+    ctx = CycleContext(snapshot, policy, cap, quota, dict(inc.classes), [])
+    ctx.mutated = inc.mutated
+    stopped: set[int] = set()
+    timed = {c.name for c in snapshot.service_classes if c.max_runtime is not None}
+    suspects: set[int] = set()
+    for i in cap.failed:
+        suspects.update(inc.on_node.get(i, ()))
+    if timed:
+        suspects.update(entries)
+    for key in sorted(suspects):
+        entry = entries[key]
+        job = entry.job
+        if job.stopping:
+            continue
+        cls = ctx.cls(job.service_class)
+        reason = None
+        if cap.failed and not cap.failed.isdisjoint(entry.units):
+            reason = "node-failure"
+        elif (
+            job.service_class in timed
+            and cls.max_runtime is not None
+            and job.started_at is not None
+            and now - job.started_at >= cls.max_runtime
+        ):
+            reason = "max-runtime"
+        if reason is not None:
+            # stopped whole; its GPUs stay busy (and counted) through its grace period
+            release = now + cls.grace_period
+            ctx.stops.append(Stop(job.name, reason, None, release, reason == "node-failure"))
+            stopped.add(key)
+            rel = ctx.releases.setdefault(job.flavor, [])
+            rel.extend((release, i, u, job.queue) for i, u in entry.units.items())
+    for key in inc.stopping:
+        job = entries[key].job
+        release = job.release_at if job.release_at is not None else now
+        rel = ctx.releases.setdefault(job.flavor, [])
+        rel.extend((release, i, u, job.queue) for i, u in entries[key].units.items())
+    ctx.stops.sort(key=lambda stop: stop.job)
+    ctx.running = [
+        e.running for k, e in entries.items() if e.running is not None and k not in stopped
+    ]
+    # victims still in their grace period: quota counted; capacity shared with the preemptor
+    for name, victims in sorted(held.items()):
+        pre = inc.waiting.get(name)
         p_units: dict[tuple[str, int], int] = {}
         if pre is not None:
-            for i, w in _workers_of(cap, pre).items():
-                p_units[(pre.flavor, i)] = w * pre.gpus_per_worker
+            for i, u in pre.units.items():
+                p_units[(pre.job.flavor, i)] = u
         v_units: dict[tuple[str, int], int] = {}
         for v in victims:
-            for i, w in _workers_of(cap, v).items():
+            for i, w in _workers_of(layout, v).items():
                 vkey = (v.flavor, i)
                 v_units[vkey] = v_units.get(vkey, 0) + w * v.gpus_per_worker
-        for (f, i), u in v_units.items():
+        release = max((v.release_at or now) for v in victims)
+        for (f, i), u in sorted(v_units.items()):
             extra = u - p_units.get((f, i), 0)
             if extra > 0:
                 cap.take(f, {i: extra})
-                release = max((v.release_at or now) for v in victims)
                 ctx.releases.setdefault(f, []).append((release, i, extra, ""))
     return ctx

@@ -31,7 +31,7 @@ from queues.scheduling.placement import Placement, Workers, place, place_in_clus
 from queues.scheduling.policies import Policy, get_policy
 from queues.scheduling.preemption import PreemptionPlan, candidates, plan_preemption
 
-MAX_FAILED_PREEMPTIONS = 16  # bound on fruitless preemption searches per cycle
+MAX_FAILED_PREEMPTIONS = 8  # bound on fruitless preemption searches per cycle
 
 
 def rank(ctx: CycleContext, pending: tuple[PendingJob, ...]) -> list[PendingJob]:
@@ -211,6 +211,7 @@ class _Cycle:
             ctx.quota.add(r.queue, flavor, -removed_units)
             release_at = now + r.cls.grace_period
             release = max(release, release_at)
+            ctx.mutated.append((r, dict(r.workers)))
             if v.stops:
                 ctx.stops.append(Stop(r.name, v.reason, job.name, release_at))
                 r.workers = {}
@@ -235,10 +236,13 @@ class _Cycle:
         units = {i: w * job.gpus_per_worker for i, w in plan.placement.workers.items()}
         ctx.cap.take(flavor, units)
         if release > now:
-            # the victims' GPUs are held for the preemptor until it starts
+            # the victims' GPUs are held for the preemptor until it starts, and the victims
+            # keep counting against their queues' quota until their grace period ends
             for i in list(free):
                 if free[i] > before.get(i, 0):
                     free[i] = before.get(i, 0)
+            for v in plan.victims:
+                ctx.quota.add(v.job.queue, flavor, sum(v.removed.values()) * v.job.g)
         # capacity came free: shapes that failed may fit now
         self.failed_shapes = {k: v for k, v in self.failed_shapes.items() if k[0] != flavor}
         total = sum(units.values())
@@ -321,6 +325,7 @@ class _Cycle:
             if not added:
                 continue
             units = {i: w * r.g for i, w in added.items()}
+            ctx.mutated.append((r, dict(r.workers)))
             ctx.cap.take(r.flavor, units)
             ctx.quota.add(r.queue, r.flavor, sum(units.values()))
             for i, w in added.items():

@@ -85,7 +85,7 @@ def layout_of(snapshot: Snapshot) -> Layout:
 class Capacity:
     """Free units per flavor and node for one cycle, over a shared ``Layout``."""
 
-    def __init__(self, snapshot: Snapshot) -> None:
+    def __init__(self, snapshot: Snapshot, free: Mapping[str, Mapping[int, int]] | None = None):
         layout = layout_of(snapshot)
         self.levels = layout.levels
         self.names = layout.names
@@ -97,7 +97,8 @@ class Capacity:
         self.total = layout.total
         self.domain = layout.domain
         self.price = layout.price
-        self.free: dict[str, dict[int, int]] = {f: dict(v) for f, v in layout.base_free.items()}
+        base = layout.base_free if free is None else free
+        self.free: dict[str, dict[int, int]] = {f: dict(v) for f, v in base.items()}
 
     def free_of(self, flavor: str) -> dict[int, int]:
         return self.free.setdefault(flavor, {})

@@ -144,20 +144,21 @@ class _Search:
         self.victims = []
 
 
-def victim_pool(ctx: CycleContext, flavor: str) -> list[RunningJob]:
-    """Rule 1, once per cycle and flavor: started, preemptible, past their min_runtime."""
+def victim_pool(ctx: CycleContext, flavor: str) -> dict[str, list[RunningJob]]:
+    """Rule 1, once per cycle and flavor, by queue: started, preemptible, past min_runtime."""
     pool = ctx.victim_pools.get(flavor)
     if pool is None:
         now = ctx.now
-        pool = [
-            r
-            for r in ctx.running
-            if r.preemptible_now
-            and r.flavor == flavor
-            and r.cls.preemptible
-            and r.started_at is not None
-            and now - r.started_at >= r.cls.min_runtime
-        ]
+        pool = {}
+        for r in ctx.running:
+            if (
+                r.preemptible_now
+                and r.flavor == flavor
+                and r.cls.preemptible
+                and r.started_at is not None
+                and now - r.started_at >= r.cls.min_runtime
+            ):
+                pool.setdefault(r.queue, []).append(r)
         ctx.victim_pools[flavor] = pool
     return pool
 
@@ -175,20 +176,12 @@ def candidates(ctx: CycleContext, job: PendingJob, flavor: str) -> list[RunningJ
     others = cohort is not None and (
         cls.can_borrow or quota.within_nominal(job.queue, flavor, least)
     )
-    out: list[RunningJob] = []
-    borrowing: dict[str, bool] = {}
-    for r in victim_pool(ctx, flavor):
-        if not r.workers:
-            continue
-        if r.queue == job.queue:
-            if r.cls.priority < cls.priority:
-                out.append(r)
-        elif others and quota.cohort.get(r.queue) == cohort:
-            b = borrowing.get(r.queue)
-            if b is None:
-                b = borrowing[r.queue] = quota.borrowing(r.queue, flavor)
-            if b:
-                out.append(r)
+    pool = victim_pool(ctx, flavor)
+    out = [r for r in pool.get(job.queue, ()) if r.workers and r.cls.priority < cls.priority]
+    if others and cohort is not None:
+        for q in quota.members.get(cohort, ()):
+            if q != job.queue and q in pool and quota.borrowing(q, flavor):
+                out.extend(r for r in pool[q] if r.workers)
     if not out:
         return out
     shares = {q: quota.share(q) for q in {r.queue for r in out}}
@@ -280,6 +273,10 @@ def _give_back(s: _Search, placement: Placement) -> None:
         g = v.job.g
         for i in sorted(v.removed):
             room = quota.headroom(v.job.queue, s.flavor) // g
+            if v.job.queue == s.job.queue and not s.cls.can_borrow:
+                # the preemptor may not borrow: its queue must stay within nominal
+                left = quota.nominal(s.job.queue, s.flavor) - quota.used(s.job.queue, s.flavor)
+                room = min(room, left // g)
             back = min(v.removed[i], after.get(i, 0) // g, max(0, room))
             if back <= 0:
                 continue

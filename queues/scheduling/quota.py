@@ -8,7 +8,7 @@ of its usage above ``N - L`` comes from the cohort pool, whose size is the sum o
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from queues.scheduling import explain
@@ -24,21 +24,19 @@ class _Limits:
     reserved: int  # N - L: never lent
 
 
-class QuotaState:
-    """Mutable usage per queue and flavor, with the cohort pools it draws from."""
+class _Static:
+    """What a set of queues' quotas implies, independent of usage (cached between cycles)."""
 
     def __init__(self, queues: Iterable[Queue]) -> None:
         self.queues = {q.name: q for q in queues}
         self.cohort: dict[str, str | None] = {}
         self.members: dict[str, list[str]] = {}
-        self._limits: dict[tuple[str, str], _Limits] = {}
+        self.limits: dict[tuple[str, str], _Limits] = {}
         self.pool_size: dict[tuple[str, str], int] = {}
-        self.pool_used: dict[tuple[str, str], int] = {}
-        self.usage: dict[tuple[str, str], int] = {}
-        self.flavors_of: dict[str, set[str]] = {}  # queue -> flavors it has quota or usage in
+        self.flavors_of: dict[str, frozenset[str]] = {}
         for q in self.queues.values():
             self.cohort[q.name] = q.cohort
-            self.flavors_of[q.name] = set(q.quotas)
+            self.flavors_of[q.name] = frozenset(q.quotas)
             if q.cohort is not None:
                 self.members.setdefault(q.cohort, []).append(q.name)
             for f, quota in q.quotas.items():
@@ -50,10 +48,54 @@ class QuotaState:
                     limit = UNLIMITED
                 else:
                     limit = quota.nominal + quota.borrowing_limit
-                self._limits[(q.name, f)] = _Limits(quota.nominal, limit, quota.nominal - lend)
+                self.limits[(q.name, f)] = _Limits(quota.nominal, limit, quota.nominal - lend)
                 if q.cohort is not None:
                     key = (q.cohort, f)
                     self.pool_size[key] = self.pool_size.get(key, 0) + lend
+
+
+_static_cache: list[tuple[tuple[object, ...], list[Queue], _Static]] = []
+
+
+def _static(queues: Sequence[Queue]) -> _Static:
+    """The static part for these queues; reused while every queue keeps its quota objects."""
+    key = tuple((q.name, id(q.quotas), q.cohort, q.weight) for q in queues)
+    if _static_cache and _static_cache[0][0] == key:
+        return _static_cache[0][2]
+    static = _Static(queues)
+    _static_cache[:] = [(key, list(queues), static)]  # keeps the quotas alive: ids stay unique
+    return static
+
+
+class QuotaState:
+    """Mutable usage per queue and flavor, with the cohort pools it draws from."""
+
+    def __init__(
+        self, queues: Sequence[Queue], usage: Mapping[tuple[str, str], int] | None = None
+    ) -> None:
+        static = _static(queues)
+        self.queues = {q.name: q for q in queues}
+        self.cohort = static.cohort
+        self.members = static.members
+        self._limits = dict(static.limits)
+        self.pool_size = static.pool_size
+        self.pool_used: dict[tuple[str, str], int] = {}
+        self.usage: dict[tuple[str, str], int] = {}
+        self.flavors_of: dict[str, set[str]] = {q: set(f) for q, f in static.flavors_of.items()}
+        # bulk version of add() for the usage at the start of a cycle
+        limits = self._limits
+        pool_used = self.pool_used
+        for (q, f), units in (usage or {}).items():
+            if not units:
+                continue
+            self.usage[(q, f)] = units
+            self.flavors_of.setdefault(q, set()).add(f)
+            cohort = self.cohort.get(q)
+            if cohort is not None:
+                lim = limits.get((q, f)) or self.limits(q, f)
+                part = units - lim.reserved
+                if part > 0:
+                    pool_used[(cohort, f)] = pool_used.get((cohort, f), 0) + part
 
     def limits(self, queue: str, flavor: str) -> _Limits:
         lim = self._limits.get((queue, flavor))

@@ -32,6 +32,7 @@ from queues.scheduling.model import (
     PendingJob,
     Queue,
     Quota,
+    Scale,
     ServiceClass,
     Snapshot,
     Topology,
@@ -61,6 +62,7 @@ class SimJob:
     release_at: float | None = None
     held_for: str | None = None
     requeue: bool = True
+    end_state: str = "failed"  # the state a stopping job ends in when not requeued
     preemptions: int = 0
     version: int = 0
     admitted: AdmittedJob | None = None  # cached snapshot view, rebuilt on change
@@ -117,6 +119,12 @@ class Simulator:
                 self.node_cluster.setdefault(n.name, c.name)
         self.clusters = self._build_clusters()
         self.decayed = {q.name: 0.0 for q in scenario.queues}
+        self.quotas = {
+            q.name: {
+                f: Quota(v.nominal, v.borrowing_limit, v.lending_limit) for f, v in q.quotas.items()
+            }
+            for q in scenario.queues
+        }
         self.jobs = {j.name: SimJob(j, _pending_job(j)) for j in scenario.jobs}
         self.pending: dict[str, SimJob] = {}
         self.admitted: dict[str, SimJob] = {}
@@ -218,8 +226,8 @@ class Simulator:
             self.pending[job.spec.name] = job
             self.report.event(t, "requeue", job=job.spec.name)
         elif job.state == "stopping":
-            job.state = "failed"
-            job.ended_at = t
+            job.state = job.end_state
+            job.ended_at = job.ended_at if job.ended_at is not None else t
 
     def stop(
         self, job: SimJob, t: float, reason: str, by: str | None, release_at: float, requeue: bool
@@ -250,6 +258,7 @@ class Simulator:
             event["by"] = by
         self.report.event(t, "preempt", **event)
         if not requeue:
+            job.ended_at, job.end_state = t, "failed"
             self.report.event(t, "fail", job=job.spec.name, reason=reason)
         if release_at <= t:
             self.release(job, t)
@@ -261,10 +270,7 @@ class Simulator:
         queues = tuple(
             Queue(
                 q.name,
-                {
-                    f: Quota(v.nominal, v.borrowing_limit, v.lending_limit)
-                    for f, v in q.quotas.items()
-                },
+                self.quotas[q.name],
                 q.team,
                 q.cohort,
                 q.weight,
@@ -317,25 +323,29 @@ class Simulator:
         self.dirty = bool(result.admits or result.stops or result.scales)
         self.apply(result, t)
 
+    def scale(self, sc: Scale, t: float) -> None:
+        job = self.jobs[sc.job]
+        self._set_alloc(job, False)
+        job.placement = dict(sc.placement)
+        job.workers = sc.workers
+        self._set_alloc(job, True)
+        job.admitted = None
+        event: dict[str, Any] = {
+            "job": sc.job,
+            "workers": sc.workers,
+            "placement": dict(sc.placement),
+        }
+        if sc.by is not None:
+            event["by"] = sc.by
+            event["reason"] = sc.reason
+        self.report.event(t, "scale", **event)
+
     def apply(self, result: CycleResult, t: float) -> None:
         for s in result.stops:
             self.stop(self.jobs[s.job], t, s.reason, s.by, s.release_at, s.requeue)
         for sc in result.scales:
-            job = self.jobs[sc.job]
-            job.placement = dict(sc.placement)
-            self._set_alloc(job, False)
-            job.workers = sc.workers
-            self._set_alloc(job, True)
-            job.admitted = None
-            event: dict[str, Any] = {
-                "job": sc.job,
-                "workers": sc.workers,
-                "placement": dict(sc.placement),
-            }
-            if sc.by is not None:
-                event["by"] = sc.by
-                event["reason"] = sc.reason
-            self.report.event(t, "scale", **event)
+            if sc.by is not None:  # shrunk for a preemptor
+                self.scale(sc, t)
         for a in result.admits:
             job = self.pending.pop(a.job)
             job.cluster, job.flavor, job.workers = a.cluster, a.flavor, a.workers
@@ -349,6 +359,9 @@ class Simulator:
                 job.version += 1
                 job.admitted = None
                 self.push(a.start_at, START, a.job, job.version)
+        for sc in result.scales:
+            if sc.by is None:  # growth happens after the cycle's admissions
+                self.scale(sc, t)
         res = result.reservation
         key = (res.job, res.start, tuple(sorted(res.nodes.items()))) if res else None
         if res is not None and key != self.last_reservation:
@@ -408,7 +421,10 @@ class Simulator:
     def handle(self, kind: int, name: str, version: int, t: float) -> bool:
         """Apply one event; True when it calls for a cycle."""
         if kind == SUBMIT:
-            self.submit(self.jobs[name])
+            job = self.jobs[name]
+            if job.state != "waiting":
+                return False  # cancelled before it was submitted
+            self.submit(job)
             return True
         if kind == TIMER:  # max_runtime reached, or min_runtime over (matters to waiters)
             return name == "max-runtime" or bool(self.pending)
@@ -449,15 +465,36 @@ class Simulator:
         return False
 
     def cancel(self, job: SimJob, t: float) -> bool:
+        """A cancelled running job stops like a preempted one: GPUs free after its grace."""
         if job.state in ("finished", "failed", "cancelled"):
             return False
-        if job.state in ("running", "stopping"):
-            self._set_alloc(job, False)
+        self.report.event(t, "cancel", job=job.spec.name)
+        job.end_state = "cancelled"
+        if job.state == "running":
+            cls = self.class_by_name.get(job.spec.service_class)
+            grace = cls.grace_period if cls is not None else 0.0
+            job.state, job.requeue, job.release_at, job.held_for = (
+                "stopping",
+                False,
+                t + grace,
+                None,
+            )
+            job.version += 1
+            job.admitted = None
+            if grace <= 0:
+                self.release(job, t)
+            else:
+                self.push(t + grace, RELEASE, job.spec.name, job.version)
+            job.ended_at = t
+            return True
+        if job.state == "stopping":
+            job.requeue = False
+            job.ended_at = t
+            return True
         self.pending.pop(job.spec.name, None)
         self.admitted.pop(job.spec.name, None)
         job.state, job.ended_at, job.placement, job.admitted = "cancelled", t, {}, None
         job.version += 1
-        self.report.event(t, "cancel", job=job.spec.name)
         return True
 
 

@@ -13,8 +13,8 @@ import dataclasses
 from datetime import UTC, datetime
 
 from queues.models import Job, JobEvent, JobRuntime, Queue
-from queues.scheduling import explain
 from queues.scheduling import model as engine
+from queues.scheduling.explain import PendingInfo
 from queues.scheduling.fairshare import decay_usage
 from queues.services import counters
 from queues.services import effects as fx
@@ -249,7 +249,7 @@ class Applier:
 
     # -- pending explanations ------------------------------------------------------------------
     def explain(self, result: engine.CycleResult) -> None:
-        candidates: dict[int, tuple[explain.PendingInfo, str, datetime | None]] = {}
+        candidates: dict[int, tuple[PendingInfo, str, datetime | None]] = {}
         for name, info in result.pending.items():
             row = self.live.jobs.get(name)
             if row is None or row.state != Job.State.PENDING:
@@ -289,7 +289,7 @@ class Applier:
             )
         self.report.pending = len(result.pending)
 
-    def _message(self, info: explain.PendingInfo) -> tuple[str, datetime | None]:
+    def _message(self, info: PendingInfo) -> tuple[str, datetime | None]:
         """The engine's sentence with job labels and a wall-clock estimated start."""
         blocker = self.label(info.blocker) if info.blocker else ""
         plain = dataclasses.replace(info, estimated_start=None, blocker=blocker)

@@ -21,9 +21,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from django.core.exceptions import ValidationError
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.utils import timezone
 
+from gpuplatform import access
 from queues.models import Flavor, Queue, ServiceClass
 from queues.scheduling import model as engine
 from queues.scheduling.cycle import run_cycle
@@ -141,7 +142,15 @@ def estimate_submission(
     """Estimate a submission of ``workers`` x ``gpus_per_worker`` of the first of ``flavors``
     that fits, to ``queue`` with ``service_class``. ``topology`` is ``(level, mode)`` with mode
     ``required`` or ``preferred``. Reads only; raises ValidationError naming the field for
-    impossible input. ``user`` is who asks (the caller checks they may submit to ``queue``)."""
+    impossible input, PermissionDenied when ``user`` may not submit to ``queue``."""
+    if not access.submittable_queues(user).filter(pk=queue.pk).exists():
+        raise PermissionDenied(f"You may not submit to queue {queue}.")
+    if not queue.accepts_service_class(service_class):
+        accepted = ", ".join(c.name for c in queue.allowed_service_classes.all())
+        raise ValidationError(
+            {"service_class": f"Queue {queue} does not accept class {service_class.name}; "
+             f"it accepts: {accepted}."}
+        )  # fmt: skip
     _validate(workers, gpus_per_worker, min_workers, flavors, estimated_runtime, topology)
     moment = now or timezone.now()
     live = build_snapshot(moment)
@@ -166,7 +175,9 @@ def estimate_submission(
         pending=(*live.snapshot.pending, candidate),
         topology_levels=_levels(live.snapshot.topology_levels, topology),
     )
-    result = run_cycle(snapshot)
+    result = run_cycle(snapshot, explain_pending=False)  # explaining every pending job costs
+    if not any(a.job == CANDIDATE for a in result.admits):
+        result = run_cycle(snapshot)  # it waits: now ask the engine why
     quotas = _quotas(queue, flavors, workers, gpus_per_worker, moment)
     return _outcome(live, result, queue_key(queue), quotas)
 
@@ -205,10 +216,11 @@ def _quotas(
 
 def _victim(live: LiveSnapshot, name: str, reason: str, shrink_to: int | None) -> Victim:
     job = live.jobs[name]
+    queue = next((a.queue for a in live.snapshot.admitted if a.name == name), "")
     return Victim(
         job_id=job.pk,
         name=job.name,
-        queue=queue_key(job.queue),
+        queue=queue,
         reason=reason,
         shrink_to=shrink_to,
     )

@@ -45,8 +45,8 @@ class JobFilterForm(forms.Form):
 
     def __init__(self, *args: Any, user: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["queue"].queryset = access.visible_queues(user).select_related("team")  # type: ignore[attr-defined]
-        self.fields["queue"].label_from_instance = lambda q: f"{q.team.name}/{q.name}"  # type: ignore[attr-defined]
+        self.fields["queue"].queryset = access.visible_queues(user).select_related("team")
+        self.fields["queue"].label_from_instance = lambda q: f"{q.team.name}/{q.name}"
 
 
 def _order(sort: str) -> tuple[str, list[str]]:

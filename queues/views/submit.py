@@ -54,6 +54,9 @@ def submit(request: HttpRequest) -> HttpResponse:
         if request.GET.get("queue"):
             initial["queue"] = request.GET["queue"]
         form = SubmitForm(user=request.user, initial=initial)
+        queues = list(form.fields["queue"].queryset[:2])
+        if "queue" not in initial and len(queues) == 1:
+            form.initial["queue"] = queues[0].pk  # the only choice: chosen already
     return render(
         request,
         "queues/submit.html",

@@ -18,7 +18,7 @@ from tests.live.helpers import T0, build_world
 
 
 @pytest.fixture(autouse=True)
-def _no_broker(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+def queued_cycles(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Submissions queue a cycle through Celery; here tests run cycles themselves."""
     queued: list[int] = []
     from queues import tasks

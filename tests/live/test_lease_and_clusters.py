@@ -93,3 +93,29 @@ def test_unreachable_cluster_is_degraded_its_jobs_untouched_and_it_recovers(
     assert cluster.last_sync_at == later(4)
     assert reload(waiting).state == Job.State.ADMITTED
     assert reload(running).state == Job.State.RUNNING
+
+
+@pytest.mark.django_db(transaction=True)
+def test_only_one_of_many_racing_workers_gets_the_lease():
+    import threading
+
+    from django.db import connection
+
+    barrier = threading.Barrier(6)
+    winners: list[str] = []
+
+    def race(holder: str) -> None:
+        try:
+            barrier.wait()
+            if lease.acquire(holder):
+                winners.append(holder)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=race, args=(f"worker-{i}",)) for i in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert len(winners) == 1

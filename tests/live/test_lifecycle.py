@@ -105,8 +105,9 @@ def test_launch_lost_in_a_crash_after_commit_is_redone_by_the_next_cycle(
 def test_elastic_job_starts_smaller_and_grows_into_freed_gpus(world, submit, cycle, reload):
     short = submit(gpus=8, name="short", duration_hint=600)
     cycle(T0)
-    elastic = submit(gpus=4, workers=4, min_workers=1, name="elastic", at=later(1),
-                     duration_hint=86400)
+    elastic = submit(
+        gpus=4, workers=4, min_workers=1, name="elastic", at=later(1), duration_hint=86400
+    )
     cycle(later(2))
     elastic = reload(elastic)
     assert elastic.state == Job.State.ADMITTED

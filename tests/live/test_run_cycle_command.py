@@ -30,3 +30,14 @@ def test_run_cycle_command_explains_a_skipped_cycle(world, submit):
     call_command("run_cycle", stdout=out)
 
     assert "skipped: another worker holds the scheduling lease" in out.getvalue()
+
+
+def test_run_cycle_command_prints_why_jobs_wait_when_asked(world, submit):
+    submit(gpus=8, workers=2, name="fills-the-cluster")
+    call_command("run_cycle", stdout=StringIO())
+    waiting = submit(gpus=8, name="waits")
+    out = StringIO()
+
+    call_command("run_cycle", "--pending", "5", stdout=out)
+
+    assert f"pending: waits (#{waiting.pk}): #1 in queue team-a/main." in out.getvalue()

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from django.core.exceptions import ValidationError
+from django.core.exceptions import PermissionDenied, ValidationError
 
 from queues.models import Cluster, Flavor, Job, JobEvent, Queue, Quota, ServiceClass
 from queues.services.estimate import estimate_submission
@@ -127,3 +127,20 @@ def test_queue_status_lists_pending_jobs_in_rank_order_with_why_text(
     assert status.pending_count == 2
     assert [(p.position, p.job_id) for p in status.pending] == [(1, high.pk), (2, low.pk)]
     assert status.pending[0].message.startswith("#1 in queue team-a/main")
+
+
+def test_estimate_refuses_a_queue_the_user_may_not_submit_to(
+    queue_b: Queue, service_class_std: ServiceClass, flavor_h100: Flavor, researcher_a: Any
+) -> None:
+    with pytest.raises(PermissionDenied):
+        _estimate(queue_b, service_class_std, flavor_h100, researcher_a)
+
+
+def test_estimate_refuses_a_class_the_queue_does_not_accept(
+    queue_a: Queue, service_class_std: ServiceClass, spot: ServiceClass, flavor_h100: Flavor,
+    researcher_a: Any,
+) -> None:  # fmt: skip
+    queue_a.allowed_service_classes.add(spot)
+    with pytest.raises(ValidationError) as error:
+        _estimate(queue_a, service_class_std, flavor_h100, researcher_a)
+    assert "does not accept class standard" in error.value.message_dict["service_class"][0]

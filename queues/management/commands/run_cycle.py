@@ -6,6 +6,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
+from queues.models import Job
 from queues.scheduling.policies import POLICIES
 from queues.services import run_cycle
 
@@ -23,6 +24,13 @@ class Command(BaseCommand):
             choices=sorted(POLICIES),
             help="Scheduling policy (default: %(default)s).",
         )
+        parser.add_argument(
+            "--pending",
+            type=int,
+            default=0,
+            metavar="N",
+            help="Also print why the first N pending jobs (oldest first) are still waiting.",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         report = run_cycle(policy=options["policy"], worker="manage.py run_cycle")
@@ -32,3 +40,15 @@ class Command(BaseCommand):
         if report.ran:
             summary += f" ({report.duration_seconds:.3f} s)"
         self.stdout.write(self.style.SUCCESS(summary) if report.ran else summary)
+        if options["pending"] > 0:
+            waiting = (
+                Job.objects.filter(state=Job.State.PENDING)
+                .select_related("runtime")
+                .order_by("submitted_at", "pk")[: options["pending"]]
+            )
+            for job in waiting:
+                runtime = getattr(job, "runtime", None)
+                message = runtime.pending_message if runtime is not None else ""
+                self.stdout.write(
+                    f"pending: {job.name} (#{job.pk}): {message or 'not explained yet'}"
+                )

@@ -25,7 +25,7 @@ class Section:
     title: str  # plural, for headings
     noun: str  # singular
     model: type[Model]
-    form: type[forms.ModelForm]  # type: ignore[type-arg]
+    form: type[forms.ModelForm]
     columns: tuple[str, ...]
     secrets: tuple[str, ...] = ()
 

@@ -55,7 +55,7 @@ def queue_edit(request: HttpRequest, pk: int | None = None) -> HttpResponse:
     before = audited_values(queue, QUEUE_FIELDS)
     quotas_before = {
         q.pk: (q, audited_values(q, QUOTA_FIELDS))
-        for q in (queue.quotas.select_related("flavor") if queue.pk else [])
+        for q in (queue.quotas.select_related("flavor", "queue__team") if queue.pk else [])
     }
     form = QueueForm(request.POST or None, instance=queue)
     formset = QuotaFormSet(request.POST or None, instance=queue, prefix="quotas")
@@ -88,18 +88,25 @@ def queue_edit(request: HttpRequest, pk: int | None = None) -> HttpResponse:
     )
 
 
+def _quota_label(quota: Quota) -> str:
+    return f"{quota.queue} quota {quota.flavor.name}"
+
+
 def _record(
     actor: Any, queue: Queue, before: dict[str, Any], quotas_before: dict[int, Any]
 ) -> None:
     audit.record_changes(actor, queue, before, audited_values(queue, QUEUE_FIELDS))
-    current = {q.pk: q for q in Quota.objects.filter(queue=queue).select_related("flavor")}
+    current = {
+        q.pk: q for q in Quota.objects.filter(queue=queue).select_related("flavor", "queue__team")
+    }
     for pk, (old, values) in quotas_before.items():
         if pk in current:
-            audit.record_changes(
-                actor, current[pk], values, audited_values(current[pk], QUOTA_FIELDS)
-            )
+            quota = current[pk]
+            after = audited_values(quota, QUOTA_FIELDS)
+            audit.record_changes(actor, quota, values, after, label=_quota_label(quota))
         else:
-            audit.record_changes(actor, old, values, {})  # removed
+            audit.record_changes(actor, old, values, {}, label=_quota_label(old))  # removed
     for pk, quota in current.items():
         if pk not in quotas_before:
-            audit.record_changes(actor, quota, {}, audited_values(quota, QUOTA_FIELDS))
+            after = audited_values(quota, QUOTA_FIELDS)
+            audit.record_changes(actor, quota, {}, after, label=_quota_label(quota))

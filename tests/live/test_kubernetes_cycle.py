@@ -1,0 +1,96 @@
+"""The live cycle against a Kubernetes API (kmock's emulator over real HTTP): nodes read from the
+API, pods created pinned to the planned nodes, pod phases followed, API errors degrade."""
+
+from __future__ import annotations
+
+import kmock
+import pytest
+
+from queues.models import Cluster, Job, Node
+from tests.clusters.k8s_emulator import NODES, TOKEN, EmulatedCluster
+from tests.live.helpers import T0, kinds, later
+
+H100 = {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3", "rack": "r1"}
+
+
+@pytest.fixture
+def api():
+    emulated = EmulatedCluster()
+    try:
+        emulated.add_node("gpu-a", {"nvidia.com/gpu": "8"}, H100)
+        emulated.add_node("gpu-b", {"nvidia.com/gpu": "8"}, H100)
+        yield emulated
+    finally:
+        emulated.close()
+
+
+@pytest.fixture
+def k8s_world(world, api):
+    Node.objects.filter(cluster=world.cluster).delete()
+    Cluster.objects.filter(pk=world.cluster.pk).update(
+        driver=Cluster.Driver.KUBERNETES, api_url=api.url, token=TOKEN, verify_tls=False
+    )
+    return world
+
+
+def pods_of(api: EmulatedCluster, job: Job) -> dict[str, dict]:
+    return {
+        name: pod
+        for name, pod in api.stored_pods().items()
+        if pod["metadata"]["labels"].get("gpuplatform/job") == str(job.pk)
+    }
+
+
+def set_phase(api: EmulatedCluster, pods: dict[str, dict], phase: str) -> None:
+    for name, pod in pods.items():
+        api.set_pod_status(pod["metadata"]["namespace"], name, {"phase": phase})
+
+
+def test_job_runs_on_kubernetes_from_admission_to_success(k8s_world, api, submit, cycle, reload):
+    job = submit(gpus=4, workers=2)
+
+    cycle(T0)
+
+    nodes = {n.name: n for n in Node.objects.filter(cluster=k8s_world.cluster)}
+    assert set(nodes) == {"gpu-a", "gpu-b"}
+    assert nodes["gpu-a"].capacity == {"h100": 8}
+    job = reload(job)
+    assert job.state == Job.State.ADMITTED
+    pods = pods_of(api, job)
+    assert len(pods) == 2
+    pinned = {
+        pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+            "nodeSelectorTerms"
+        ][0]["matchExpressions"][0]["values"][0]
+        for pod in pods.values()
+    }
+    assert pinned <= set(job.placement)
+
+    set_phase(api, pods, "Running")
+    cycle(later(1))
+    assert reload(job).state == Job.State.RUNNING
+
+    set_phase(api, pods, "Succeeded")
+    cycle(later(2))
+    job = reload(job)
+    assert job.state == Job.State.SUCCEEDED
+    assert kinds(job) == ["submitted", "admitted", "started", "succeeded"]
+    assert pods_of(api, job) == {}  # the completed pods were cleaned up
+
+
+def test_api_server_error_degrades_the_cluster_and_leaves_jobs_alone(
+    k8s_world, api, submit, cycle, reload
+):
+    job = submit(gpus=8)
+    cycle(T0)
+    set_phase(api, pods_of(api, job), "Running")
+    cycle(later(1))
+    api.react(kmock.action.LIST, NODES, 500)
+
+    cycle(later(2))
+
+    cluster = Cluster.objects.get(pk=k8s_world.cluster.pk)
+    assert cluster.status == Cluster.Status.DEGRADED
+    assert cluster.status_message
+    assert reload(job).state == Job.State.RUNNING
+    assert len(pods_of(api, job)) == 1  # its pod was not touched either

@@ -1,0 +1,64 @@
+"""``submit_job``: rights, field-named validation errors, an event, and a queued cycle."""
+
+from __future__ import annotations
+
+import pytest
+from django.core.exceptions import PermissionDenied, ValidationError
+
+from queues.models import Job
+from queues.services import submit_job
+from tests.live.helpers import kinds
+
+
+def test_submission_records_an_event_and_queues_a_cycle(
+    world, submit, queued_cycles, django_capture_on_commit_callbacks
+):
+    with django_capture_on_commit_callbacks(execute=True):
+        job = submit(gpus=2, workers=3)
+
+    assert job.state == Job.State.PENDING
+    assert kinds(job) == ["submitted"]
+    assert "3 worker(s) x 2 h100" in job.events.get().message
+    assert job.acceptable_flavor_names() == ["h100"]
+    assert queued_cycles == [1]  # one cycle queued through Celery
+
+
+def test_researcher_cannot_submit_to_another_teams_queue(world):
+    with pytest.raises(PermissionDenied):
+        submit_job(
+            owner=world.alice,
+            queue=world.queue_b,
+            service_class=world.standard,
+            name="sneaky",
+            image="busybox:1.36",
+            flavors=[world.h100],
+        )
+    assert not Job.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("fields", "field"),
+    [
+        ({"workers": 0}, "workers"),
+        ({"workers": 2, "min_workers": 3}, "min_workers"),
+        ({"name": "Not A DNS Label"}, "name"),
+        ({"topology_level": "rack"}, "topology_mode"),
+        ({"flavors": []}, "flavors"),
+    ],
+)
+def test_bad_submission_is_refused_with_an_error_naming_the_field(world, fields, field):
+    values = {
+        "owner": world.alice,
+        "queue": world.queue_a,
+        "service_class": world.standard,
+        "name": "train",
+        "image": "busybox:1.36",
+        "flavors": [world.h100],
+    }
+    values.update(fields)
+
+    with pytest.raises(ValidationError) as error:
+        submit_job(**values)
+
+    assert field in error.value.message_dict
+    assert not Job.objects.exists()
