@@ -113,6 +113,18 @@ def _inside(period: Period) -> Q:
     return Q(start__gte=period.start, end__lte=period.end, closed=True, cost__isnull=False)
 
 
+def _edge(period: Period) -> Q:
+    """Overlapping rows the database cannot sum: open or unpriced ones, and closed ones cut by
+    the period's start or end. Rows never cross a UTC month boundary, so a row cut by a moment
+    starts in that moment's month: the bounds keep these lookups to narrow index ranges."""
+    return (
+        Q(closed=False)
+        | Q(cost__isnull=True)
+        | Q(start__lt=period.start, start__gte=rating.month_start(period.start))
+        | Q(end__gt=period.end, start__gte=rating.month_start(period.end))
+    )
+
+
 def _fields(keys: Sequence[str]) -> list[str]:
     return [f"{key}_id" for key in keys]
 
@@ -121,7 +133,12 @@ def _edge_totals(
     records: QuerySet[UsageRecord], period: Period, keys: Sequence[str]
 ) -> dict[tuple[int, ...], Totals]:
     """Rows overlapping the period that the database cannot sum: priced here, clipped."""
-    edges = overlapping(records, period).exclude(_inside(period)).select_related(*RELATED)
+    edges = (
+        overlapping(records, period)
+        .filter(_edge(period))
+        .select_related(*RELATED)
+        .order_by()  # no ORDER BY: it would steer a server-side cursor to a full index walk
+    )
     out: dict[tuple[int, ...], Totals] = {}
     price_list: rating.PriceList | None = None
     for record in edges.iterator(chunk_size=2000):
@@ -162,13 +179,13 @@ class Labels:
 
 
 def grouped_totals(
-    records: QuerySet[UsageRecord], period: Period, keys: Sequence[str]
+    records: QuerySet[UsageRecord], period: Period, keys: Sequence[str], *, stream: bool = False
 ) -> Iterator[tuple[tuple[int, ...], Totals]]:
     """(group ids, totals) per group, streamed from a database aggregation (ordered by the ids),
     with the edge rows' charges merged in. Raises `rating.RatingError` when an open or edge
     row's flavor has no price in force -- before the first row, so a stream never breaks off."""
     edges = _edge_totals(records, period, keys)
-    return _merged(records, period, keys, edges)
+    return _merged(records, period, keys, edges, stream)
 
 
 def _merged(
@@ -176,6 +193,7 @@ def _merged(
     period: Period,
     keys: Sequence[str],
     edges: dict[tuple[int, ...], Totals],
+    stream: bool,
 ) -> Iterator[tuple[tuple[int, ...], Totals]]:
     fields = _fields(keys)
     aggregated = (
@@ -188,7 +206,9 @@ def _merged(
         )
         .order_by(*fields)
     )
-    for item in aggregated.iterator(chunk_size=2000):
+    # Streaming reads the groups through a server-side cursor (memory stays flat however many
+    # groups); otherwise one plain query, which PostgreSQL may run in parallel.
+    for item in aggregated.iterator(chunk_size=2000) if stream else list(aggregated):
         ids = tuple(item[field] for field in fields)
         totals = edges.pop(ids, None) or Totals()
         totals.add(item["gpu_hours"], item["gpu_equivalent_hours"], item["cost"])
@@ -198,10 +218,10 @@ def _merged(
 
 
 def chargeback_rows(
-    records: QuerySet[UsageRecord], period: Period, keys: Sequence[str]
+    records: QuerySet[UsageRecord], period: Period, keys: Sequence[str], *, stream: bool = False
 ) -> Iterator[Row]:
     """`grouped_totals` with readable group names (prices checked before the first row)."""
-    groups = grouped_totals(records, period, keys)
+    groups = grouped_totals(records, period, keys, stream=stream)
     labels = Labels(keys)
     return (Row(labels.group(keys, ids), totals) for ids, totals in groups)
 

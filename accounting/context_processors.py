@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from django.http import HttpRequest
 from django.utils import timezone
 
 from accounting.budgets import current_alerts
 from accounting.models import BudgetAlert
 from gpuplatform import access
+
+
+def current_time() -> datetime:
+    return timezone.now()
 
 
 def budget_alerts(request: HttpRequest) -> dict[str, list[BudgetAlert]]:
@@ -18,4 +24,4 @@ def budget_alerts(request: HttpRequest) -> dict[str, list[BudgetAlert]]:
     team_ids = list(access.member_teams(user).values_list("pk", flat=True))
     if not team_ids:
         return {"budget_alerts": []}
-    return {"budget_alerts": current_alerts(team_ids, timezone.now())}
+    return {"budget_alerts": current_alerts(team_ids, current_time())}

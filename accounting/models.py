@@ -73,7 +73,11 @@ class UsageRecord(models.Model):
             models.Index(fields=["start", "end"], name="usage_start_end_idx"),
             models.Index(fields=["team", "start"], name="usage_team_start_idx"),
             models.Index(fields=["user", "start"], name="usage_user_start_idx"),
-            models.Index(fields=["closed"], name="usage_closed_idx"),
+            models.Index(
+                fields=["start"],
+                condition=Q(closed=False) | Q(cost__isnull=True),
+                name="usage_unpriced_start_idx",
+            ),
         ]
 
     def __str__(self) -> str:

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from decimal import Decimal
+from typing import Any
 
 from django.conf import settings
 
@@ -95,6 +96,24 @@ def interval_of(
         start=lower,
         end=max(lower, upper),
     )
+
+
+PRICE_FIELDS = (
+    "flavor",
+    "service_class",
+    "price_per_unit_hour",
+    "multiplier",
+    "currency",
+    "effective_from",
+)
+
+
+def record_price_change(actor: Any, instance: FlavorPrice | ClassMultiplier) -> None:
+    """A new price or multiplier row goes to the change history (audit app)."""
+    import audit
+
+    after = {name: str(getattr(instance, name)) for name in PRICE_FIELDS if hasattr(instance, name)}
+    audit.record_changes(actor, instance, {}, after)
 
 
 RELATED = ("team", "queue", "user", "cluster", "flavor", "service_class")

@@ -38,7 +38,7 @@ from accounting.chargeback import (
     row_values,
 )
 from accounting.models import ClassMultiplier, FlavorPrice, Statement, UsageRecord
-from accounting.pricing import RELATED, currency
+from accounting.pricing import RELATED, currency, record_price_change
 from gpuplatform import access
 
 MEASURES = ("gpu_hours", "gpu_equivalent_hours", "cost")
@@ -63,10 +63,15 @@ class CSVRenderer(BaseRenderer):
 
 
 class ParameterNegotiation(DefaultContentNegotiation):
-    """An unknown ?format= is a 400 naming the parameter, not a 404."""
+    """?format= wins over the Accept header (an export link works from any client); an unknown
+    format is a 400 naming the parameter, not a 404."""
 
     def select_renderer(self, request: Any, renderers: Any, format_suffix: Any = None) -> Any:
+        wanted = format_suffix or request.query_params.get(self.settings.URL_FORMAT_OVERRIDE)
         try:
+            if wanted:
+                renderer = self.filter_renderers(renderers, wanted)[0]
+                return renderer, renderer.media_type
             return super().select_renderer(request, renderers, format_suffix)
         except (NotFound, Http404):
             raise ValidationError({"format": ["Unknown format: use json or csv."]}) from None
@@ -119,7 +124,7 @@ class ChargebackView(APIView):
             records = records.filter(team__name=request.query_params["team"])
         try:
             if request.accepted_renderer.format == "csv":
-                rows = chargeback_rows(records, period, keys)
+                rows = chargeback_rows(records, period, keys, stream=True)
                 response = StreamingHttpResponse(
                     csv_lines(rows, keys, currency()), content_type="text/csv; charset=utf-8"
                 )
@@ -141,7 +146,7 @@ class ChargebackView(APIView):
         )
 
 
-class UsagePagination(PageNumberPagination):
+class AccountingPagination(PageNumberPagination):
     page_size = 100
     page_size_query_param = "page_size"
     max_page_size = 1000
@@ -152,7 +157,7 @@ class UsageViewSet(viewsets.ReadOnlyModelViewSet):
     start and end (rows overlapping [start, end))."""
 
     serializer_class = UsageRecordSerializer
-    pagination_class = UsagePagination
+    pagination_class = AccountingPagination
 
     def get_queryset(self) -> QuerySet[UsageRecord]:
         params = self.request.query_params
@@ -213,19 +218,11 @@ class _PriceHistoryViewSet(
     what was charged stays explainable."""
 
     permission_classes = [permissions.IsAuthenticated, PricePermission]
+    pagination_class = None  # a short history per flavor or class
 
     def perform_create(self, serializer: Any) -> None:
         instance = serializer.save()
-        _record_change(self.request.user, instance)
-
-
-def _record_change(actor: Any, instance: Any) -> None:
-    """Price changes go to the change history when the audit app is installed."""
-    try:
-        import audit  # type: ignore[import-not-found]
-    except ImportError:
-        return
-    audit.record_changes(actor, instance, None, instance)
+        record_price_change(self.request.user, instance)
 
 
 class FlavorPriceViewSet(_PriceHistoryViewSet):
@@ -246,6 +243,7 @@ class StatementViewSet(viewsets.ReadOnlyModelViewSet):
     """Monthly statements with their lines. Filters: team, month (YYYY-MM), status."""
 
     serializer_class = StatementSerializer
+    pagination_class = AccountingPagination
 
     def get_queryset(self) -> QuerySet[Statement]:
         params = self.request.query_params

@@ -149,8 +149,10 @@ def test_statements_with_lines_visible_to_finance_and_own_team_admin_only(
     mine = generate_statement(team_a, date(2026, 3, 1), now)
     theirs = generate_statement(team_b, date(2026, 3, 1), now)
 
-    finance = client_for(finance_user).get("/api/v1/statements/").json()
-    admin = client_for(team_admin_a).get("/api/v1/statements/", {"month": "2026-03"}).json()
+    finance = client_for(finance_user).get("/api/v1/statements/").json()["results"]
+    admin = (
+        client_for(team_admin_a).get("/api/v1/statements/", {"month": "2026-03"}).json()["results"]
+    )
 
     assert {s["team"] for s in finance} == {"team-a", "team-b"}
     assert [s["team"] for s in admin] == ["team-a"]
@@ -158,7 +160,7 @@ def test_statements_with_lines_visible_to_finance_and_own_team_admin_only(
     assert admin[0]["lines"][0]["queue"] == "team-a/main"
     assert client_for(team_admin_a).get(f"/api/v1/statements/{theirs.pk}/").status_code == 404
     assert client_for(outsider).get(f"/api/v1/statements/{mine.pk}/").status_code == 404
-    assert client_for(researcher_a).get("/api/v1/statements/").json() == []
+    assert client_for(researcher_a).get("/api/v1/statements/").json()["count"] == 0
 
 
 def test_statement_month_filter_must_be_a_month(finance_user):
@@ -166,3 +168,17 @@ def test_statement_month_filter_must_be_a_month(finance_user):
 
     assert response.status_code == 400
     assert "month" in response.json()
+
+
+def test_a_new_price_is_recorded_in_the_change_history(h100_price, platform_admin):
+    from audit import history_for
+
+    client_for(platform_admin).post(
+        "/api/v1/prices/",
+        {"flavor": "h100", "price_per_unit_hour": "3.10", "effective_from": "2026-05-01T00:00Z"},
+    )
+
+    price = FlavorPrice.objects.get(price_per_unit_hour=Decimal("3.10"))
+    changes = {entry.field: entry.new for entry in history_for(price)}
+    assert changes["price_per_unit_hour"] == "3.100000"
+    assert changes["flavor"] == "h100"

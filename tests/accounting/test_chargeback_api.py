@@ -256,3 +256,12 @@ def test_usage_without_a_price_in_force_is_a_409_naming_the_flavor(
 
     assert response.status_code == 409
     assert "flavor 'h100'" in response.json()["detail"]
+
+
+def test_format_csv_wins_over_an_accept_json_header(usage, finance_user):
+    client = APIClient()
+    client.force_authenticate(finance_user)
+
+    response = client.get(URL, MARCH | {"format": "csv"}, HTTP_ACCEPT="application/json")
+
+    assert response.streaming
