@@ -23,8 +23,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from generate import generate
 
-from queues.scheduling.scenario import parse_scenario
-from queues.scheduling.simulate import simulate
+from queues.scheduling.cycle import run_cycle
+from queues.scheduling.scenario import Scenario, parse_scenario
+from queues.scheduling.simulate import Simulator, simulate
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -36,6 +37,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=20000)
     parser.add_argument("--policy", default="default")
     parser.add_argument("--profile", action="store_true", help="print cProfile's top 30")
+    parser.add_argument(
+        "--single-cycle",
+        action="store_true",
+        help="instead of a replay: time one cycle with every job pending at once (explained)",
+    )
     args = parser.parse_args(argv)
 
     data = generate(
@@ -48,6 +54,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"policy {args.policy}",
         flush=True,
     )
+    if args.single_cycle:
+        return single_cycle(scenario, args.policy)
     profiler = cProfile.Profile() if args.profile else None
     began = time.perf_counter()
     if profiler is not None:
@@ -69,6 +77,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     if profiler is not None:
         pstats.Stats(profiler).sort_stats("cumulative").print_stats(30)
+    return 0
+
+
+def single_cycle(scenario: Scenario, policy: str) -> int:
+    """Worst case for one cycle: every job pending, half the cluster busy, explanations on."""
+    sim = Simulator(scenario, policy)
+    jobs = list(sim.jobs.values())
+    for job in jobs[: len(jobs) // 10]:  # fill part of the cluster first
+        sim.submit(job)
+    sim.cycle(0.0)
+    for job in jobs[len(jobs) // 10 :]:
+        sim.submit(job)
+    snap = sim.snapshot(60.0)
+    print(f"pending {len(snap.pending)}, admitted {len(snap.admitted)}", flush=True)
+    for label in ("first", "second"):
+        began = time.perf_counter()
+        result = run_cycle(snap, policy)
+        took = time.perf_counter() - began
+        print(
+            f"{label} cycle: {took * 1000:.0f} ms, {len(result.admits)} admits, "
+            f"{len(result.stops)} stops, {len(result.pending)} explained"
+        )
+    sample = next(iter(result.pending.values()), None)
+    if sample is not None:
+        print(f"sample explanation: {sample.message}")
     return 0
 
 

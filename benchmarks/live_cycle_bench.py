@@ -1,6 +1,6 @@
 """Benchmark the full live cycle (cluster sync + snapshot + engine + apply) on PostgreSQL.
 
-    DATABASE_URL=postgres://postgres@127.0.0.1:5432/gpuplatform_bench \\
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/gpuplatform_live_bench \\
         .venv/bin/python benchmarks/live_cycle_bench.py --jobs 5000
 
 Creates the database if it is missing, migrates it, replaces its scheduling data with a
@@ -11,7 +11,8 @@ generated world (one simulated cluster, ``--nodes`` nodes of 8 GPUs, ``--queues`
 - ``--cycles`` steady-state cycles (the cluster full, every job still pending) as cycles/second;
 - one steady-state cycle split into its phases: sync, snapshot, engine, apply.
 
-Nothing here is a test: it prints numbers. DESTROYS the scheduling data of the database it uses.
+Nothing here is a test: it prints numbers. DESTROYS the scheduling data of the database it uses,
+so give it a database of its own (the default, ``gpuplatform_live_bench``, is created if missing).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-DEFAULT_URL = "postgres://postgres@127.0.0.1:5432/gpuplatform_bench"
+DEFAULT_URL = "postgres://postgres@127.0.0.1:5432/gpuplatform_live_bench"
 
 
 def ensure_database(url: str) -> None:

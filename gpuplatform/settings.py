@@ -92,6 +92,14 @@ if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     # The test database is a file, not memory, so that a real Celery worker process started by
     # the end-to-end tests can open it too.
     DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test-gpuplatform.sqlite3")}
+    # Several processes (web, worker processes) write to one SQLite file: transactions take the
+    # write lock when they begin (waiting up to 20 s for it) instead of failing with "database is
+    # locked" when a read turns into a write; WAL lets readers go on while one process writes.
+    DATABASES["default"]["OPTIONS"] = {
+        "transaction_mode": "IMMEDIATE",
+        "timeout": 20,
+        "init_command": "PRAGMA journal_mode=WAL;",
+    }
     if DATABASES["default"]["NAME"] != ":memory:":
         Path(DATABASES["default"]["NAME"]).parent.mkdir(parents=True, exist_ok=True)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"

@@ -24,7 +24,7 @@ from prometheus_client.metrics_core import (
     Metric,
 )
 
-from queues.models import Cluster, Job, MetricCounter, Node, Queue, Quota
+from queues.models import Cluster, Job, JobRuntime, MetricCounter, Node, Queue, Quota
 from queues.services.cycle import DURATION_BUCKETS
 
 _LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
@@ -92,9 +92,9 @@ class DatabaseCollector:
         for queue in Queue.objects.select_related("team"):
             decayed.add_metric([_queue_name(queue)], queue.decayed_usage)
         usage: dict[tuple[str, str], int] = defaultdict(int)
+        releasing = JobRuntime.objects.filter(release_at__gt=timezone.now()).values("job_id")
         holding = Job.objects.filter(
-            Q(state__in=["admitted", "running", "preempted"])
-            | Q(runtime__release_at__gt=timezone.now())
+            Q(state__in=["admitted", "running", "preempted"]) | Q(pk__in=releasing)
         ).select_related("queue__team", "runtime__flavor")
         for job in holding:
             flavor = getattr(getattr(job, "runtime", None), "flavor", None)

@@ -74,6 +74,9 @@ class CycleContext:
     victim_pools: dict[str, dict[str, list[RunningJob]]] = field(default_factory=dict)
     # running jobs changed by this cycle (shrunk, grown, stopped), with their workers before
     mutated: list[tuple[RunningJob, Workers]] = field(default_factory=list)
+    # queues with an admitted, not yet started job that may not borrow: they must stay within
+    # nominal until it starts, or it would start borrowing
+    nominal_only: set[str] = field(default_factory=set)
     # known releases (stopping jobs): flavor -> [(time, node, units, queue)]
     releases: dict[str, list[tuple[float, int, int, str]]] = field(default_factory=dict)
 
@@ -255,6 +258,9 @@ def build_context(snapshot: Snapshot, policy: Policy) -> CycleContext:
     quota = QuotaState(snapshot.queues, usage)
     ctx = CycleContext(snapshot, policy, cap, quota, dict(inc.classes), [])
     ctx.mutated = inc.mutated
+    for entry in inc.waiting.values():
+        if not ctx.cls(entry.job.service_class).can_borrow:
+            ctx.nominal_only.add(entry.job.queue)
     stopped: set[int] = set()
     timed = {c.name for c in snapshot.service_classes if c.max_runtime is not None}
     suspects: set[int] = set()

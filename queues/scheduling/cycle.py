@@ -100,6 +100,12 @@ class _Cycle:
                 first_reason = first_reason or (reason, f)
                 continue
             room = ctx.quota.headroom(job.queue, f)
+            if job.queue in ctx.nominal_only:
+                left = ctx.quota.nominal(job.queue, f) - ctx.quota.used(job.queue, f)
+                if least * g > left:
+                    first_reason = first_reason or (explain.QUOTA_HELD, f)
+                    continue
+                room = min(room, left)
             if not cls.can_borrow:
                 room = min(room, ctx.quota.nominal(job.queue, f) - ctx.quota.used(job.queue, f))
             if long_job and res is not None and res.flavor == f and res.queue == job.queue:
@@ -233,6 +239,7 @@ class _Cycle:
                 )
         free.clear()
         free.update(plan.free)
+        ctx.cap.invalidate(flavor)
         units = {i: w * job.gpus_per_worker for i, w in plan.placement.workers.items()}
         ctx.cap.take(flavor, units)
         if release > now:
@@ -241,6 +248,7 @@ class _Cycle:
             for i in list(free):
                 if free[i] > before.get(i, 0):
                     free[i] = before.get(i, 0)
+            ctx.cap.invalidate(flavor)
             for v in plan.victims:
                 ctx.quota.add(v.job.queue, flavor, sum(v.removed.values()) * v.job.g)
         # capacity came free: shapes that failed may fit now
@@ -248,6 +256,8 @@ class _Cycle:
         total = sum(units.values())
         borrowing = not ctx.quota.within_nominal(job.queue, flavor, total)
         ctx.quota.add(job.queue, flavor, total)
+        if release > now and not ctx.cls(job.service_class).can_borrow:
+            ctx.nominal_only.add(job.queue)
         self._track(job, plan.placement, flavor, release)
         names = ctx.cap.names
         self.admits.append(
@@ -311,7 +321,7 @@ class _Cycle:
         elastic.sort(key=lambda r: (-r.cls.priority, r.started_at or 0.0, r.name))
         for r in elastic:
             room = ctx.quota.headroom(r.queue, r.flavor)
-            if not r.cls.can_borrow:
+            if not r.cls.can_borrow or r.queue in ctx.nominal_only:
                 room = min(
                     room, ctx.quota.nominal(r.queue, r.flavor) - ctx.quota.used(r.queue, r.flavor)
                 )
@@ -359,6 +369,7 @@ class _Cycle:
         ctx = self.ctx
         position: dict[str, int] = {}
         schedules: dict[str, list[tuple[float, int, int, str]]] = {}
+        free_of: dict[str, tuple[int, int]] = {}
         res = ctx.reservation
         for job in ranked:
             if job.name not in pending:
@@ -384,7 +395,9 @@ class _Cycle:
             elif reason == explain.BEHIND_RESERVATION and res is not None:
                 blocker = res.job
             need = (job.min_workers or job.workers) * job.gpus_per_worker
-            free_total = ctx.cap.free_total(flavor)
+            if flavor not in free_of:
+                free_of[flavor] = (ctx.cap.free_total(flavor), ctx.cap.largest_block(flavor))
+            free_total, largest = free_of[flavor]
             if reason in (explain.CAPACITY, explain.TOPOLOGY) and estimate is None:
                 if flavor not in schedules:
                     schedules[flavor] = release_schedule(ctx, flavor)
@@ -406,7 +419,7 @@ class _Cycle:
                 pool_size=pool_size,
                 pool_used=pool_used,
                 free=free_total,
-                largest_block=ctx.cap.largest_block(flavor),
+                largest_block=largest,
                 service_class=job.service_class,
                 topology_level=job.topology.level if job.topology else "",
                 blocker=blocker,

@@ -19,6 +19,7 @@ TOO_LARGE = "too-large"  # no cluster could ever hold the job
 NO_FLAVOR = "no-flavor"  # no schedulable node exposes any acceptable flavor
 BEHIND_RESERVATION = "behind-reservation"  # would delay the reservation of a better-ranked job
 HEAD_OF_LINE = "head-of-line"  # fifo: waits behind an earlier job
+QUOTA_HELD = "quota-held"  # its queue stays within nominal until a non-borrowing job starts
 
 
 def _n(value: float) -> str:
@@ -115,6 +116,11 @@ class PendingInfo:
             return (
                 f"Held back: starting now on the free {self.flavor} would delay job "
                 f"{self.blocker}, which ranks higher and holds a reservation."
+            )
+        if r == QUOTA_HELD:
+            return (
+                f"Waiting for quota: {self._quota_text()}; queue {self.queue} stays within its "
+                f"nominal quota until a job that may not borrow, already admitted, starts."
             )
         if r == HEAD_OF_LINE:
             return f"Waiting in line (fifo policy) behind job {self.blocker}, submitted earlier."

@@ -100,20 +100,58 @@ class Capacity:
         base = layout.base_free if free is None else free
         self.free: dict[str, dict[int, int]] = {f: dict(v) for f, v in base.items()}
 
+        # flavor -> cluster -> free units -> nodes: finds the best single node without a scan
+        self._buckets: dict[str, dict[str, dict[int, set[int]]]] = {}
+
     def free_of(self, flavor: str) -> dict[int, int]:
         return self.free.setdefault(flavor, {})
+
+    def _move(self, flavor: str, i: int, before: int, after: int) -> None:
+        per = self._buckets.get(flavor)
+        if per is None:
+            return
+        buckets = per.get(self.cluster_of[i])
+        if buckets is None:
+            return
+        old = buckets.get(before)
+        if old is not None:
+            old.discard(i)
+        buckets.setdefault(after, set()).add(i)
 
     def take(self, flavor: str, units: Mapping[int, int]) -> None:
         free = self.free_of(flavor)
         for i, u in units.items():
             if i in free:
                 free[i] -= u
+                self._move(flavor, i, free[i] + u, free[i])
 
     def give(self, flavor: str, units: Mapping[int, int]) -> None:
         free = self.free_of(flavor)
         for i, u in units.items():
             if i in free:
                 free[i] += u
+                self._move(flavor, i, free[i] - u, free[i])
+
+    def invalidate(self, flavor: str) -> None:
+        """Call after changing ``free_of(flavor)`` other than through take/give."""
+        self._buckets.pop(flavor, None)
+
+    def best_single_node(self, flavor: str, cluster: str, need: int) -> int | None:
+        """The node best fit for ``need`` units: least free that suffices, partly used first."""
+        per = self._buckets.setdefault(flavor, {})
+        buckets = per.get(cluster)
+        if buckets is None:
+            buckets = {}
+            free = self.free_of(flavor)
+            for i in self.nodes.get(flavor, {}).get(cluster, ()):
+                buckets.setdefault(free.get(i, 0), set()).add(i)
+            per[cluster] = buckets
+        for value in sorted(v for v, nodes in buckets.items() if v >= need and nodes):
+            capacity = self.capacity
+            return min(
+                buckets[value], key=lambda i: (0 if value < capacity[i].get(flavor, 0) else 1, i)
+            )
+        return None
 
     def largest_block(self, flavor: str) -> int:
         free = self.free.get(flavor)
@@ -206,6 +244,13 @@ def place_in_cluster(
     nodes = cap.nodes.get(flavor, {}).get(cluster)
     if not nodes:
         return None
+    if topology is None and not first_fit and want == least and free is cap.free.get(flavor):
+        # fast path on the live free map: one node that holds the whole gang, if any
+        single = cap.best_single_node(flavor, cluster, want * g)
+        if single is not None:
+            return {single: want}
+        if want == 1:
+            return None
     if topology is None or topology.level not in cap.domain:
         return _pack(nodes, want, least, g, free, cap.capacity, flavor, first_fit)
     domain_of = cap.domain[topology.level]

@@ -106,6 +106,10 @@ class _Search:
         quota = self.ctx.quota
         if quota.blocked_reason(self.job.queue, self.flavor, self.need, self.cls.can_borrow):
             return None
+        if self.job.queue in self.ctx.nominal_only and not quota.within_nominal(
+            self.job.queue, self.flavor, self.need
+        ):
+            return None
         return place(
             self.ctx.cap,
             self.flavor,
@@ -255,6 +259,9 @@ def plan_preemption(
     assert placement is not None
     _give_back(s, placement)
     victims = [v for v in s.victims if any(v.removed.values())]
+    if not victims:  # it fits without stopping anything: not a preemption
+        s.undo_all()
+        return None
     plan = PreemptionPlan(placement, victims, dict(s.free))
     s.undo_all()
     return plan

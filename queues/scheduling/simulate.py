@@ -341,11 +341,11 @@ class Simulator:
         self.report.event(t, "scale", **event)
 
     def apply(self, result: CycleResult, t: float) -> None:
+        for sc in result.scales:
+            if sc.by is not None:  # shrunk for a preemptor (possibly stopped below as well)
+                self.scale(sc, t)
         for s in result.stops:
             self.stop(self.jobs[s.job], t, s.reason, s.by, s.release_at, s.requeue)
-        for sc in result.scales:
-            if sc.by is not None:  # shrunk for a preemptor
-                self.scale(sc, t)
         for a in result.admits:
             job = self.pending.pop(a.job)
             job.cluster, job.flavor, job.workers = a.cluster, a.flavor, a.workers

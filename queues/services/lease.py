@@ -15,7 +15,7 @@ import uuid
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, OperationalError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -52,11 +52,16 @@ def acquire(
                 SchedulerLease.objects.create(name=name, holder="", expires_at=moment)
         except IntegrityError:
             pass  # created by a concurrent worker
-    taken = (
-        SchedulerLease.objects.filter(name=name)
-        .filter(Q(holder="") | Q(holder=holder) | Q(expires_at__lte=moment))
-        .update(holder=holder, expires_at=moment + _ttl(seconds))
-    )
+    try:
+        taken = (
+            SchedulerLease.objects.filter(name=name)
+            .filter(Q(holder="") | Q(holder=holder) | Q(expires_at__lte=moment))
+            .update(holder=holder, expires_at=moment + _ttl(seconds))
+        )
+    except OperationalError as error:
+        if "locked" not in str(error):  # SQLite: another process is writing (a cycle runs)
+            raise
+        return False
     return taken == 1
 
 

@@ -155,3 +155,25 @@ def test_nothing_under_queues_scheduling_imports_django() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert int(done.stdout) >= 12
+
+
+@pytest.mark.parametrize("seed", [1, 3, 4])
+def test_generated_replays_keep_every_rule_the_checker_knows(seed: int) -> None:
+    from queues.scheduling.checker import check_report
+
+    data = generate(seed=seed, nodes=40, queues=10, cohorts=3, jobs=500, mig_fraction=0.2)
+    sc = parse_scenario(data, source=f"generated-{seed}")
+    for policy in ("default", "fifo", "greedy"):
+        assert check_report(sc, simulate(sc, policy)) == [], policy
+
+
+def test_run_cycle_does_not_depend_on_the_snapshots_it_saw_before() -> None:
+    sim = Simulator(parse_scenario(_generated(), source="gen"))
+    for job in list(sim.jobs.values())[:120]:
+        sim.submit(job)
+    first = sim.snapshot(0.0)
+    before = run_cycle(first)
+    sim.apply(before, 0.0)
+    later = sim.snapshot(50.0)
+    run_cycle(later)  # the engine's caches now hold the later snapshot's jobs
+    assert run_cycle(first) == before
