@@ -318,21 +318,29 @@ def month_starts(now: datetime, months: int) -> list[datetime]:
     return list(reversed(out))
 
 
-def monthly_costs(now: datetime, months: int = 6, by: str = "team") -> MonthlyCosts:
-    """Cost per team (or flavor) for each of the last `months` UTC months, from accounting's
-    chargeback (exact, the same numbers as statements). About four queries a month."""
+def monthly_costs(now: datetime, months: int = 6) -> dict[str, MonthlyCosts]:
+    """Cost per team and per flavor for each of the last `months` UTC months, from accounting's
+    chargeback (exact: the numbers of the statements), one team x flavor grouping a month.
+    Returns {"team": ..., "flavor": ...}. About four queries a month."""
     starts = month_starts(now, months)
-    labels = [f"{s:%Y-%m}" for s in starts]
-    values: dict[str, list[float]] = defaultdict(lambda: [0.0] * months)
+    labels = tuple(f"{s:%Y-%m}" for s in starts)
+    values: dict[str, dict[str, list[float]]] = {
+        key: defaultdict(lambda: [0.0] * months) for key in ("team", "flavor")
+    }
     for i, start in enumerate(starts):
         period = Period(start, rating.next_month_start(start))
-        for row in chargeback_rows(UsageRecord.objects.all(), period, [by]):
-            values[row.group[by]][i] = float(row.totals.cost)
-    return MonthlyCosts(
-        currency=currency(),
-        months=tuple(labels),
-        by_group={name: tuple(values[name]) for name in sorted(values)},
-    )
+        for row in chargeback_rows(UsageRecord.objects.all(), period, ["team", "flavor"]):
+            for key in ("team", "flavor"):
+                values[key][row.group[key]][i] += float(row.totals.cost)
+    unit = currency()
+    return {
+        key: MonthlyCosts(
+            currency=unit,
+            months=labels,
+            by_group={name: tuple(round(v, 2) for v in by[name]) for name in sorted(by)},
+        )
+        for key, by in values.items()
+    }
 
 
 def burn_downs(now: datetime) -> list[BurnDown]:

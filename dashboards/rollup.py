@@ -3,11 +3,11 @@
 The hook: `record_cycle(now)`, called at the end of each scheduling cycle (after
 `accounting.services.accrue_usage(now)`) or by the periodic task `dashboards.tasks.roll_up`.
 
-Usage (`roll_up_usage`): 5-minute buckets are RECOMPUTED from the ledger from the earliest moment
-that may have changed since the last run -- the previous run's time, or the start of any ledger
-row added since (a run recorded late) -- onward; hourly buckets are the sums of their 5-minute
-buckets. Recomputing instead of adding makes a re-run (or a crash half-way) harmless. 5-minute
-rows older than `FIVE_MINUTE_RETENTION` are pruned; hourly rows are kept.
+Usage (`roll_up_usage`): hourly and 5-minute buckets are RECOMPUTED from the ledger from the
+earliest hour that may have changed since the last run -- the previous run's time, or the start
+of any ledger row added since (a run recorded late) -- onward. Recomputing instead of adding
+makes a re-run (or a crash half-way) harmless. 5-minute buckets are kept for the last
+`FIVE_MINUTE_RETENTION` only (the hour and day views); hourly buckets are kept.
 
 Capacity (`sample_capacity`): per cluster and flavor, GPU-equivalents on all nodes and on nodes
 that are not Ready, stored as the largest value seen in each bucket.
@@ -55,7 +55,7 @@ def split_into_buckets(
 
 
 def roll_up_usage(now: datetime) -> int:
-    """Bring the usage rollups up to date with the ledger; returns the 5-minute rows written."""
+    """Bring the usage rollups up to date with the ledger; returns the rollup rows written."""
     with transaction.atomic():
         mark, _ = RollupMark.objects.select_for_update().get_or_create(name=USAGE_MARK)
         newest = UsageRecord.objects.order_by("-pk").values_list("pk", flat=True).first() or 0
@@ -64,9 +64,8 @@ def roll_up_usage(now: datetime) -> int:
         candidates = [m for m in (mark.at, earliest_added) if m is not None]
         if not candidates:
             return 0  # an empty ledger
-        since = floor_to(min(candidates), ONE_HOUR)  # whole hours: the hourly sums stay exact
-        written = _recompute_five_minutes(since)
-        _recompute_hours(since)
+        since = floor_to(min(candidates), ONE_HOUR)  # whole hours: both sizes start together
+        written = _recompute(since, keep_five_minutes_from=now - FIVE_MINUTE_RETENTION)
         UsageRollup.objects.filter(
             bucket_seconds=FIVE_MINUTES, bucket_start__lt=now - FIVE_MINUTE_RETENTION
         ).delete()
@@ -83,56 +82,41 @@ def rebuild_usage_rollups(now: datetime) -> int:
     return roll_up_usage(now)
 
 
-def _recompute_five_minutes(since: datetime) -> int:
+def _recompute(since: datetime, keep_five_minutes_from: datetime) -> int:
+    """Recompute every bucket from `since` on from the ledger rows that reach past it: hourly
+    buckets always, 5-minute buckets only where they are kept."""
+    five_from = max(since, floor_to(keep_five_minutes_from, FIVE_MINUTES))
     rows = UsageRecord.objects.filter(end__gt=since).values_list(
         "team_id", "flavor_id", "cluster_id", "units", "gpu_equivalent", "start", "end"
     )
-    totals: dict[Key, float] = defaultdict(float)
+    totals: dict[int, dict[Key, float]] = {FIVE_MINUTES: defaultdict(float), ONE_HOUR: {}}
+    hours: dict[Key, float] = defaultdict(float)
     for team, flavor, cluster, units, geq, start, end in rows.iterator(chunk_size=2000):
         rate = units * float(geq)
-        for bucket, seconds in split_into_buckets(start, end, FIVE_MINUTES, since):
-            totals[(bucket, team, flavor, cluster)] += rate * seconds
-    UsageRollup.objects.filter(bucket_seconds=FIVE_MINUTES, bucket_start__gte=since).delete()
-    UsageRollup.objects.bulk_create(
-        (
-            UsageRollup(
-                bucket_start=bucket,
-                bucket_seconds=FIVE_MINUTES,
-                team_id=team,
-                flavor_id=flavor,
-                cluster_id=cluster,
-                gpu_equivalent_seconds=value,
-            )
-            for (bucket, team, flavor, cluster), value in totals.items()
-            if value > 0
-        ),
-        batch_size=2000,
-    )
-    return len(totals)
-
-
-def _recompute_hours(since: datetime) -> None:
-    rows = UsageRollup.objects.filter(
-        bucket_seconds=FIVE_MINUTES, bucket_start__gte=since
-    ).values_list("bucket_start", "team_id", "flavor_id", "cluster_id", "gpu_equivalent_seconds")
-    totals: dict[Key, float] = defaultdict(float)
-    for bucket, team, flavor, cluster, value in rows.iterator(chunk_size=2000):
-        totals[(floor_to(bucket, ONE_HOUR), team, flavor, cluster)] += value
+        for bucket, seconds in split_into_buckets(start, end, ONE_HOUR, since):
+            hours[(bucket, team, flavor, cluster)] += rate * seconds
+        if end > five_from:
+            five = totals[FIVE_MINUTES]
+            for bucket, seconds in split_into_buckets(start, end, FIVE_MINUTES, five_from):
+                five[(bucket, team, flavor, cluster)] += rate * seconds
+    totals[ONE_HOUR] = hours
     UsageRollup.objects.filter(bucket_seconds=ONE_HOUR, bucket_start__gte=since).delete()
-    UsageRollup.objects.bulk_create(
-        (
-            UsageRollup(
-                bucket_start=bucket,
-                bucket_seconds=ONE_HOUR,
-                team_id=team,
-                flavor_id=flavor,
-                cluster_id=cluster,
-                gpu_equivalent_seconds=value,
-            )
-            for (bucket, team, flavor, cluster), value in totals.items()
-        ),
-        batch_size=2000,
-    )
+    UsageRollup.objects.filter(bucket_seconds=FIVE_MINUTES, bucket_start__gte=five_from).delete()
+    new = [
+        UsageRollup(
+            bucket_start=bucket,
+            bucket_seconds=size,
+            team_id=team,
+            flavor_id=flavor,
+            cluster_id=cluster,
+            gpu_equivalent_seconds=value,
+        )
+        for size, values in totals.items()
+        for (bucket, team, flavor, cluster), value in values.items()
+        if value > 0
+    ]
+    UsageRollup.objects.bulk_create(new, batch_size=2000)
+    return len(new)
 
 
 def sample_capacity(now: datetime) -> int:

@@ -147,14 +147,13 @@ def build_health(request: HttpRequest, now: datetime, span: data.Range) -> Paylo
 
 def build_charges(request: HttpRequest, now: datetime, span: data.Range) -> Payload:
     try:
-        by_team = data.monthly_costs(now, 6, by="team")
-        by_flavor = data.monthly_costs(now, 6, by="flavor")
+        costs = data.monthly_costs(now, 6)
         burns = data.burn_downs(now)
     except rating.RatingError as error:
         return _payload([], notes=[f"Charges cannot be computed: {error}"])
     charts = [
-        figures.chart("team-costs", figures.monthly_costs(by_team, "team")),
-        figures.chart("flavor-costs", figures.monthly_costs(by_flavor, "flavor")),
+        figures.chart("team-costs", figures.monthly_costs(costs["team"], "team")),
+        figures.chart("flavor-costs", figures.monthly_costs(costs["flavor"], "flavor")),
     ]
     notes = []
     if burns:

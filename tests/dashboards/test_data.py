@@ -210,9 +210,10 @@ def test_monthly_costs_per_team_come_from_accounting_prices(
     ledger_row(make_job(queue=queue_a, owner=researcher_a), feb, feb + timedelta(hours=3), 2)
     ledger_row(make_job(queue=queue_b, owner=researcher_b), T0, T0 + timedelta(hours=1), 1)
     costs = data.monthly_costs(T0 + timedelta(hours=2), months=2)
-    assert costs.months == ("2026-02", "2026-03")
-    assert costs.currency == "USD"
-    assert costs.by_group == {"team-a": (12.0, 0.0), "team-b": (0.0, 2.0)}  # 2.00/GPU-hour
+    assert costs["team"].months == ("2026-02", "2026-03")
+    assert costs["team"].currency == "USD"
+    assert costs["team"].by_group == {"team-a": (12.0, 0.0), "team-b": (0.0, 2.0)}  # 2.00/h
+    assert costs["flavor"].by_group == {"h100": (12.0, 2.0)}
 
 
 def test_burn_down_subtracts_each_days_cost_from_the_budget(
