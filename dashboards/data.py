@@ -7,7 +7,6 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
-from decimal import Decimal
 
 from django.db.models import Count, Q, Sum
 
@@ -75,7 +74,7 @@ def usage_series(
     with_capacity: bool = True,
 ) -> UsageSeries:
     """Average GPU-equivalents in use per bucket, by team (the `top` largest, the rest summed as
-    "other teams") or by flavor, with capacity and failed GPU-equivalents. Three queries."""
+    "other teams") or by flavor, with capacity and failed GPU-equivalents. Five queries."""
     buckets = _buckets(now, span)
     position = {b: i for i, b in enumerate(buckets)}
     field = "team_id" if by == "team" else "flavor_id"
@@ -86,20 +85,34 @@ def usage_series(
         rows = rows.filter(team_id__in=list(team_ids))
     model: type[Team] | type[Flavor] = Team if by == "team" else Flavor
     names: dict[int, str] = dict(model.objects.values_list("pk", "name"))
-    values: dict[str, list[float]] = defaultdict(lambda: [0.0] * len(buckets))
+    totals = (
+        rows.values(field).annotate(total=Sum("gpu_equivalent_seconds")).values_list(field, "total")
+    )
+    ranked = [key for key, _ in sorted(totals, key=lambda kv: (-kv[1], names.get(kv[0], "")))]
+    shown, rest = ranked[:top], ranked[top:]
+    values: dict[str, list[float]] = {names.get(k, str(k)): [0.0] * len(buckets) for k in shown}
     for bucket, key, seconds in (
-        rows.values("bucket_start", field)
+        rows.filter(**{f"{field}__in": shown})
+        .values("bucket_start", field)
         .annotate(total=Sum("gpu_equivalent_seconds"))
         .values_list("bucket_start", field, "total")
     ):
         i = position.get(bucket)
         if i is not None:
             values[names.get(key, str(key))][i] = seconds / span.bucket_seconds
-    ranked = sorted(values, key=lambda name: (-sum(values[name]), name))
-    stacks = {name: tuple(values[name]) for name in sorted(ranked[:top])}
-    if len(ranked) > top:
-        rest = [sum(col) for col in zip(*(values[name] for name in ranked[top:]), strict=True)]
-        stacks[OTHER_TEAMS if by == "team" else "other flavors"] = tuple(rest)
+    stacks = {name: tuple(values[name]) for name in sorted(values)}
+    other = [0.0] * len(buckets)
+    for bucket, seconds in (
+        rows.exclude(**{f"{field}__in": shown})
+        .values("bucket_start")
+        .annotate(total=Sum("gpu_equivalent_seconds"))
+        .values_list("bucket_start", "total")
+    ):
+        i = position.get(bucket)
+        if i is not None:
+            other[i] = seconds / span.bucket_seconds
+    if rest:
+        stacks[OTHER_TEAMS if by == "team" else "other flavors"] = tuple(other)
     capacity: tuple[float | None, ...] = ()
     failed: tuple[float | None, ...] = ()
     if with_capacity:
@@ -344,43 +357,54 @@ def monthly_costs(now: datetime, months: int = 6) -> dict[str, MonthlyCosts]:
 
 
 def burn_downs(now: datetime) -> list[BurnDown]:
-    """This month's budgets: what is left at the end of each day so far. Each ledger row of a
-    budgeted team is cut at UTC midnights and rated with accounting.rating (so a day's cost may
-    differ from the month's statement by rounding cents). Four queries plus the price list."""
+    """This month's budgets: what is left at the end of each day so far.
+
+    A closed, priced ledger row's stored cost is spread over the UTC days it covers in
+    proportion to its time in each; open or unpriced rows are rated with accounting.rating
+    (clipped to the month so far) and spread the same way. The month's total is accounting's;
+    a single day's share may differ from a day-by-day rating by rounding cents. Four queries
+    plus the price list when a row needs rating."""
     month = rating.month_start(now)
     end = rating.next_month_start(now)
     budgets = list(Budget.objects.filter(month=month.date()).select_related("team"))
     if not budgets:
         return []
-    records = (
-        UsageRecord.objects.filter(
-            team_id__in=[b.team_id for b in budgets], start__lt=now, end__gt=month
-        )
-        .select_related(*RELATED)
-        .order_by()
-    )
-    intervals = []
-    for record in records.iterator(chunk_size=2000):
-        day = max(record.start, month)
-        stop = min(record.end, now)
-        while day < stop:
-            midnight = datetime.combine(day.date() + timedelta(days=1), time.min, tzinfo=UTC)
-            intervals.append(interval_of(record, day, min(midnight, stop)))
-            day = midnight
-    spent: dict[tuple[str, date], Decimal] = defaultdict(Decimal)
-    if intervals:
-        for charge in rating.rate(intervals, load_price_list()):
-            spent[(charge.team, charge.start.date())] += charge.cost
+    team_ids = [b.team_id for b in budgets]
+    overlapping = UsageRecord.objects.filter(team_id__in=team_ids, start__lt=now, end__gt=month)
+    spent: dict[tuple[int, date], float] = defaultdict(float)
+
+    def spread(team_id: int, start: datetime, stop: datetime, cost: float) -> None:
+        whole = (stop - start).total_seconds()
+        if whole <= 0:
+            return
+        for day, seconds in split_into_days(start, stop):
+            spent[(team_id, day)] += cost * seconds / whole
+
+    for team_id, start, stop, cost in overlapping.filter(
+        closed=True, cost__isnull=False
+    ).values_list("team_id", "start", "end", "cost"):
+        lower, upper = max(start, month), min(stop, now)
+        share = (upper - lower).total_seconds() / max((stop - start).total_seconds(), 1e-9)
+        spread(team_id, lower, upper, float(cost) * share)
+    unpriced = list(overlapping.exclude(closed=True, cost__isnull=False).select_related(*RELATED))
+    if unpriced:
+        intervals = [interval_of(r, month, now) for r in unpriced]
+        costs: dict[int, float] = defaultdict(float)
+        for index, charge in _rated(intervals):
+            costs[index] += float(charge.cost)
+        for index, record in enumerate(unpriced):
+            spread(record.team_id, max(record.start, month), min(record.end, now), costs[index])
     days_in_month = (end - month).days
     today = now.astimezone(UTC).date()
     days = [month.date() + timedelta(days=i) for i in range((today - month.date()).days + 1)]
     out = []
     for budget in sorted(budgets, key=lambda b: b.team.name):
         amount = float(budget.amount)
-        remaining, running = [], Decimal(0)
+        remaining: list[float] = []
+        running = 0.0
         for day in days:
-            running += spent.get((budget.team.name, day), Decimal(0))
-            remaining.append(amount - float(running))
+            running += spent.get((budget.team_id, day), 0.0)
+            remaining.append(round(amount - running, 2))
         ideal = [amount * (1 - (i + 1) / days_in_month) for i in range(len(days))]
         out.append(
             BurnDown(
@@ -393,6 +417,28 @@ def burn_downs(now: datetime) -> list[BurnDown]:
             )
         )
     return out
+
+
+def split_into_days(start: datetime, stop: datetime) -> list[tuple[date, float]]:
+    """(UTC day, seconds of [start, stop) in it)."""
+    out = []
+    moment = start
+    while moment < stop:
+        midnight = datetime.combine(moment.astimezone(UTC).date(), time.min, tzinfo=UTC)
+        following = min(midnight + timedelta(days=1), stop)
+        out.append((midnight.date(), (following - moment).total_seconds()))
+        moment = following
+    return out
+
+
+def _rated(intervals: list[rating.UsageInterval]) -> list[tuple[int, rating.Charge]]:
+    """(index of the interval, charge) for each charge line of the intervals."""
+    prices = load_price_list()
+    return [
+        (index, charge)
+        for index, interval in enumerate(intervals)
+        for charge in rating.rate([interval], prices)
+    ]
 
 
 # --- a team's view ----------------------------------------------------------------------------

@@ -461,14 +461,11 @@ def table_of(figure: Figure) -> dict[str, Any]:
         columns = [y_title] + [f"{x_title.split(' (')[0]} {x}" for x in heat["x"]]
         rows = [[label, *cells] for label, cells in zip(heat["y"], heat["text"], strict=True)]
         return {"caption": caption, "columns": columns, "rows": rows}
-    order: list[Any] = []
+    order: dict[Any, None] = {}  # the x values in order of first appearance
     values: list[dict[Any, Any]] = []
     for trace in traces:
-        cells = {}
-        for x, y in zip(trace["x"], trace["y"], strict=True):
-            if x not in cells and x not in order:
-                order.append(x)
-            cells[x] = y
+        cells = dict(zip(trace["x"], trace["y"], strict=True))
+        order.update(dict.fromkeys(trace["x"]))
         values.append(cells)
     columns = [x_title] + [f"{trace['name']} — {y_title}" for trace in traces]
     rows = [[x, *("" if (v := cells.get(x)) is None else v for cells in values)] for x in order]

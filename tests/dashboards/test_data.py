@@ -252,3 +252,21 @@ def test_team_statuses_list_the_teams_pending_jobs_with_positions(
         ("first", "team-a/main", 1, 2, False),
         ("second", "team-a/main", 2, 2, True),
     ]
+
+
+def test_burn_down_spreads_a_priced_rows_stored_cost_over_its_days(
+    make_job: Callable[..., Job],
+    ledger_row: Callable[..., UsageRecord],
+    queue_a: Queue,
+    researcher_a: User,
+    team_a: Team,
+) -> None:
+    Budget.objects.create(team=team_a, month=date(2026, 3, 1), amount=Decimal("50.00"))
+    row = ledger_row(
+        make_job(queue=queue_a, owner=researcher_a),
+        datetime(2026, 3, 1, 18, tzinfo=UTC),
+        datetime(2026, 3, 2, 6, tzinfo=UTC),
+    )
+    UsageRecord.objects.filter(pk=row.pk).update(cost=Decimal("24.00"))  # priced at closing
+    [burn] = data.burn_downs(datetime(2026, 3, 3, 1, tzinfo=UTC))
+    assert burn.remaining == (38.0, 26.0, 26.0)  # 6 h of 12 on the 1st, 6 h on the 2nd
