@@ -10,7 +10,10 @@ written. The outcome is one of
 - ``wait``: it would stay pending, with the engine's plain-English reason and, when the engine
   can tell, an estimated start (the backfill reservation or the running jobs' estimated ends).
 
-The UI's submit form and the REST API both call it.
+The UI's submit form and the REST API both call it. It runs the same trial cycle as the
+engine's ``queues.scheduling.estimate.estimate`` (a test checks they agree) but keeps the
+engine's whole result, for what that helper does not return: the flavor, cluster and size it
+would start with, each victim's stop reason and shrink, and the blocker's job label.
 """
 
 from __future__ import annotations

@@ -6,6 +6,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
+from audit.history import history_for_many
 from gpuplatform import access
 from queues.services.queue_status import queue_status, queues_status
 
@@ -22,6 +23,7 @@ def queue_detail(request: HttpRequest, pk: int) -> HttpResponse:
     access.require_submitter(request.user)
     queue = access.visible_queue_or_404(request.user, pk)
     status = queue_status(queue)
+    history = history_for_many([queue, *queue.quotas.all()])[:20]
     return render(
         request,
         "queues/queue_detail.html",
@@ -30,5 +32,6 @@ def queue_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "status": status,
             "can_submit": access.submittable_queues(request.user).filter(pk=queue.pk).exists(),
             "can_edit": access.can_manage_platform(request.user),
+            "history": history,
         },
     )

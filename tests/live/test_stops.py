@@ -152,3 +152,24 @@ def test_platform_admin_fails_and_recovers_a_node_from_the_admin_site(world, cli
     assert not Node.objects.get(pk=node.pk).ready
     client.post("/admin/queues/node/", {"action": "recover_node", "_selected_action": [node.pk]})
     assert Node.objects.get(pk=node.pk).ready
+
+
+def test_elastic_borrower_is_shrunk_rather_than_stopped_to_reclaim_quota(
+    world, submit, cycle, reload
+):
+    elastic = submit(team="b", cls="spot", gpus=4, workers=4, min_workers=1, name="elastic")
+    cycle(T0)
+    cycle(later(1))
+    assert reload(elastic).current_workers == 4
+    owner = submit(team="a", gpus=8, name="owner", at=later(10))
+
+    cycle(later(11))
+
+    elastic, owner = reload(elastic), reload(owner)
+    assert elastic.state == Job.State.RUNNING
+    assert elastic.current_workers == 2
+    assert f"Shrunk from 4 to 2 workers for owner (#{owner.pk}) (reclaim)" in last_message(
+        elastic, "scaled"
+    )
+    assert owner.state == Job.State.ADMITTED
+    assert len(elastic.runtime.worker_nodes) == 2

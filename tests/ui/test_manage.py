@@ -257,3 +257,25 @@ def test_lowering_a_quota_of_a_queue_without_cohort_says_nothing_stops(
     assert "Nothing is stopped" in impact.message
     assert "until its usage drops under 2" in impact.message
     assert quota_impact(queue_a, {flavor_id: 8}, now=later(2)) == []
+
+
+def test_cluster_page_lists_its_nodes_and_capacity(
+    client: Client, platform_admin: User, sim_cluster: Cluster
+) -> None:
+    client.force_login(platform_admin)
+    html = client.get(reverse("manage-object-edit", args=["clusters", sim_cluster.pk])).content
+    assert "sim/n1: 8 h100" in html.decode() and "sim/n2: 8 h100" in html.decode()
+
+
+def test_queue_status_page_shows_quota_history_to_the_team(
+    client: Client, platform_admin: User, researcher_a: User, queue_a: Queue
+) -> None:
+    quota = queue_a.quotas.get()
+    client.force_login(platform_admin)
+    client.post(
+        reverse("manage-queue-edit", args=[queue_a.pk]),
+        queue_post(queue_a, [quota_row(quota, nominal=6, borrowing_limit=2)]),
+    )
+    client.force_login(researcher_a)
+    html = client.get(reverse("queue-detail", args=[queue_a.pk])).content.decode()
+    assert "team-a/main quota h100" in html and "8 → 6" in html and "— → 2" in html

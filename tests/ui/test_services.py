@@ -144,3 +144,45 @@ def test_estimate_refuses_a_class_the_queue_does_not_accept(
     with pytest.raises(ValidationError) as error:
         _estimate(queue_a, service_class_std, flavor_h100, researcher_a)
     assert "does not accept class standard" in error.value.message_dict["service_class"][0]
+
+
+def test_estimate_agrees_with_the_engines_estimate_helper(
+    sim_cluster: Cluster, queue_a: Queue, queue_b: Queue, service_class_std: ServiceClass,
+    flavor_h100: Flavor, researcher_a: Any, researcher_b: Any, submit: Callable[..., Job],
+    cycle: Callable[..., Any],
+) -> None:  # fmt: skip
+    """The service adds names, quotas and wall-clock times; the decision is the engine's."""
+    from queues.scheduling import model as engine
+    from queues.scheduling.estimate import estimate
+    from queues.services.snapshot import build_snapshot
+
+    submit(gpus=8, name="first")
+    submit(gpus=8, name="second", at=later(1))
+    cycle(later(2))
+    cycle(later(3))
+    moment = later(120)
+    outcomes = []
+    cases = [
+        (queue_b, researcher_b, 1, 8),
+        (queue_a, researcher_a, 1, 8),
+        (queue_a, researcher_a, 2, 8),
+    ]
+    for queue, user, workers, gpus in cases:
+        ours = _estimate(
+            queue, service_class_std, flavor_h100, user,
+            workers=workers, gpus_per_worker=gpus, now=moment,
+        )  # fmt: skip
+        candidate = engine.PendingJob(
+            name="candidate", queue=f"{queue.team.name}/{queue.name}", service_class="standard",
+            submitted_at=moment.timestamp(), workers=workers, gpus_per_worker=gpus,
+            flavors=("h100",),
+        )  # fmt: skip
+        theirs = estimate(build_snapshot(moment).snapshot, candidate)
+        assert ours.outcome == theirs.outcome
+        assert sorted(str(v.job_id) for v in ours.victims) == sorted(theirs.victims)
+        assert ours.reason == theirs.reason
+        if theirs.estimated_start is not None:
+            assert ours.estimated_start is not None
+            assert ours.estimated_start.timestamp() == theirs.estimated_start
+        outcomes.append(ours.outcome)
+    assert outcomes == ["preempt", "wait", "wait"]

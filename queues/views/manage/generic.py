@@ -28,6 +28,8 @@ class Section:
     form: type[forms.ModelForm]
     columns: tuple[str, ...]
     secrets: tuple[str, ...] = ()
+    related: str = ""  # a reverse relation listed (read-only) on the object's page
+    related_title: str = ""
 
 
 SECTIONS: dict[str, Section] = {
@@ -36,6 +38,7 @@ SECTIONS: dict[str, Section] = {
         Section(
             "cohorts", "Cohorts", "cohort", Cohort, manage_forms.CohortForm,
             ("name", "description"),
+            related="queues", related_title="Queues in this cohort",
         ),
         Section(
             "service-classes", "Service classes", "service class", ServiceClass,
@@ -50,7 +53,7 @@ SECTIONS: dict[str, Section] = {
         Section(
             "clusters", "Clusters", "cluster", Cluster, manage_forms.ClusterForm,
             ("name", "driver", "api_url", "status"),
-            secrets=("token",),
+            secrets=("token",), related="nodes", related_title="Nodes",
         ),
     )
 }  # fmt: skip
@@ -99,8 +102,17 @@ def object_edit(request: HttpRequest, slug: str, pk: int | None = None) -> HttpR
         messages.success(request, f"Saved {section.noun} {saved}.")
         return redirect("manage-object-edit", slug=slug, pk=saved.pk)
     history = audit.history_for(instance) if instance.pk else []
+    related = []
+    if instance.pk and section.related:
+        related = list(getattr(instance, section.related).all()[:500])
     return render(
         request,
         "manage/object_edit.html",
-        {"section": section, "form": form, "object": instance, "history": history},
+        {
+            "section": section,
+            "form": form,
+            "object": instance,
+            "history": history,
+            "related": related,
+        },
     )
