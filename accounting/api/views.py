@@ -10,7 +10,14 @@ from typing import Any
 from django.db.models import QuerySet
 from django.http import Http404, StreamingHttpResponse
 from django.utils import timezone
-from rest_framework import mixins, permissions, viewsets
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    extend_schema,
+    extend_schema_view,
+    inline_serializer,
+)
+from rest_framework import mixins, permissions, serializers, viewsets
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.pagination import PageNumberPagination
@@ -100,6 +107,44 @@ def csv_lines(rows: Iterator[Row], keys: Sequence[str], unit: str) -> Iterator[s
     yield writer.writerow(["TOTAL", *blanks, *(values[m] for m in MEASURES), unit])
 
 
+CHARGEBACK_PARAMETERS = [
+    OpenApiParameter(
+        "start",
+        str,
+        description="ISO date (midnight UTC) or date-time; "
+        "default: the first day of the current month.",
+    ),
+    OpenApiParameter("end", str, description="Exclusive; default: the first day of next month."),
+    OpenApiParameter(
+        "group_by",
+        str,
+        many=True,
+        description="team, queue, user, flavor, service_class, cluster; several comma-separated "
+        "or repeated (default team).",
+    ),
+    OpenApiParameter("team", str, description="Only this team's usage."),
+    OpenApiParameter("format", str, enum=["json", "csv"], description="csv: a streamed file."),
+]
+_MEASURES = {name: serializers.CharField() for name in MEASURES}
+CHARGEBACK_RESPONSE = inline_serializer(
+    "Chargeback",
+    {
+        "start": serializers.DateTimeField(),
+        "end": serializers.DateTimeField(),
+        "group_by": serializers.ListField(child=serializers.CharField()),
+        "currency": serializers.CharField(),
+        "rows": serializers.ListField(child=serializers.DictField(child=serializers.CharField())),
+        "totals": inline_serializer("ChargebackTotals", _MEASURES),
+    },
+)
+
+
+@extend_schema_view(
+    get=extend_schema(
+        parameters=CHARGEBACK_PARAMETERS,
+        responses={200: CHARGEBACK_RESPONSE, 400: OpenApiTypes.OBJECT, 409: OpenApiTypes.OBJECT},
+    )
+)
 class ChargebackView(APIView):
     """GET /api/v1/chargeback/?start=&end=&group_by=team,flavor&format=json|csv
 

@@ -134,3 +134,28 @@ def test_beat_finalizes_last_month_early_on_the_first():
 
     assert entry["task"] == "accounting.tasks.close_last_month"
     assert entry["schedule"].day_of_month == {1}
+
+
+def test_beat_task_finalizes_the_statements_of_the_month_before_now(
+    script, queue_a, researcher_a, h100_price, team_a
+):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from accounting import rating
+    from accounting.tasks import close_last_month
+
+    last_month = rating.month_start(rating.month_start(timezone.now()) - timedelta(days=1))
+    steps = script(queue=queue_a, owner=researcher_a).run(last_month + timedelta(days=3))
+    steps.end(last_month + timedelta(days=3, hours=2))
+    accrue_usage(last_month + timedelta(days=4))
+
+    assert close_last_month() == 1
+
+    statement = Statement.objects.get(team=team_a)
+    assert (statement.month, statement.status, statement.total) == (
+        last_month.date(),
+        "final",
+        Decimal("4.00"),
+    )
