@@ -425,6 +425,7 @@ class _Cycle:
                 blocker=blocker,
                 estimated_start=estimate,
                 reserved=reserved,
+                preemption=self.policy.preemption,
             )
 
     # -- the walk ------------------------------------------------------------------------------

@@ -49,6 +49,7 @@ class PendingInfo:
     blocker: str = ""  # the job holding the reservation / at the head of the line
     estimated_start: float | None = None
     reserved: bool = False  # holds the backfill reservation (starts at estimated_start)
+    preemption: bool = True  # the policy may preempt running jobs for it
 
     @property
     def message(self) -> str:
@@ -63,10 +64,17 @@ class PendingInfo:
         return f"#{self.position} in queue {self.queue}. {text}"
 
     def _quota_text(self) -> str:
-        return (
-            f"queue {self.queue} uses {self.used} of {self.nominal} {self.flavor} "
-            f"(nominal {self.nominal}) and this job needs {self.need}"
-        )
+        if self.used > self.nominal:
+            usage = (
+                f"queue {self.queue} uses {self.used} {self.flavor}, "
+                f"{self.used - self.nominal} above its nominal {self.nominal},"
+            )
+        else:
+            usage = (
+                f"queue {self.queue} uses {self.used} of {self.nominal} {self.flavor} "
+                f"(nominal {self.nominal})"
+            )
+        return f"{usage} and this job needs {self.need}"
 
     def _reason_text(self) -> str:
         r = self.reason
@@ -91,11 +99,13 @@ class PendingInfo:
                 f"({self.pool_size} {self.flavor}) has {self.pool_size - self.pool_used} free."
             )
         if r == CAPACITY:
-            return (
+            text = (
                 f"Waiting for GPUs: needs {self.need} {self.flavor}; {self.free} are free "
-                f"(at most {self.largest_block} on one node) and no running job may be "
-                f"preempted for it."
+                f"(at most {self.largest_block} on one node)"
             )
+            if self.preemption:
+                return text + " and no running job may be preempted for it now."
+            return text + "."
         if r == TOPOLOGY:
             return (
                 f"Waiting for GPUs in one {self.topology_level}: needs {self.need} "

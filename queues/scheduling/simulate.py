@@ -320,7 +320,9 @@ class Simulator:
         began = time.perf_counter()
         result = run_cycle(snap, self.policy, explain_pending=False)
         self.report.cycle_time(time.perf_counter() - began)
-        self.dirty = bool(result.admits or result.stops or result.scales)
+        # admissions alone leave nothing for a periodic cycle to add (work conservation);
+        # stops and shrinks do: a preemptor may wait, victims come back
+        self.dirty = bool(result.stops or result.scales)
         self.apply(result, t)
 
     def scale(self, sc: Scale, t: float) -> None:

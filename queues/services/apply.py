@@ -291,9 +291,12 @@ class Applier:
 
     def _message(self, info: PendingInfo) -> tuple[str, datetime | None]:
         """The engine's sentence with job labels and a wall-clock estimated start."""
-        blocker = self.label(info.blocker) if info.blocker else ""
-        plain = dataclasses.replace(info, estimated_start=None, blocker=blocker)
-        message = plain.message
+        if info.blocker or info.estimated_start is not None:  # (copying 5,000 infos is slow)
+            blocker = self.label(info.blocker) if info.blocker else ""
+            info_in_words = dataclasses.replace(info, estimated_start=None, blocker=blocker)
+        else:
+            info_in_words = info
+        message = info_in_words.message
         estimate = None
         if info.estimated_start is not None:
             estimate = when(info.estimated_start)

@@ -18,6 +18,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from queues.clusters.base import (
+    ClusterDriver,
     ClusterUnavailable,
     DriverError,
     LaunchSpec,
@@ -138,10 +139,7 @@ def _run_on_cluster(cluster: Cluster, effects: list[Effect], now: datetime | Non
         driver.close()
 
 
-def _run_one(driver: object, effect: Effect, job: Job | None) -> None:
-    from queues.clusters.base import ClusterDriver
-
-    assert isinstance(driver, ClusterDriver)
+def _run_one(driver: ClusterDriver, effect: Effect, job: Job | None) -> None:
     if effect.action == "stop":
         driver.stop(str(effect.job_id), effect.namespace, effect.grace)
         return

@@ -119,3 +119,36 @@ def test_only_one_of_many_racing_workers_gets_the_lease():
         thread.join()
 
     assert len(winners) == 1
+
+
+def test_crash_while_applying_leaves_no_decision_half_applied(world, submit, cycle, monkeypatch):
+    from queues.services import apply as apply_module
+
+    jobs = [submit(gpus=8, name=f"job-{i}", at=later(i)) for i in range(2)]
+
+    def crash(live):
+        raise RuntimeError("worker killed mid-apply")
+
+    monkeypatch.setattr(apply_module, "update_decayed_usage", crash)
+    with pytest.raises(RuntimeError):
+        cycle(later(5))
+
+    assert set(Job.objects.values_list("state", flat=True)) == {"pending"}
+    assert not Job.objects.filter(events__kind="admitted").exists()
+    monkeypatch.undo()
+    report = cycle(later(6))  # the lease was given back: the next cycle runs and admits
+    assert report.counts["admitted"] == 2
+    assert {j.state for j in Job.objects.filter(pk__in=[j.pk for j in jobs])} == {"admitted"}
+
+
+def test_cycle_that_lost_its_lease_applies_nothing(world, submit, cycle, monkeypatch):
+    job = submit(gpus=8)
+
+    def taken_over(holder, **kwargs):
+        raise lease.LeaseLost("taken over")
+
+    monkeypatch.setattr(lease, "confirm", taken_over)
+    with pytest.raises(lease.LeaseLost):
+        cycle(later(1))
+
+    assert Job.objects.get(pk=job.pk).state == Job.State.PENDING

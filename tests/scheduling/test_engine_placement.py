@@ -143,3 +143,24 @@ def test_a_gang_too_large_for_any_cluster_says_so() -> None:
     info = result.pending["huge"]
     assert info.reason == "too-large"
     assert "more than any cluster has" in info.message
+
+
+def test_a_job_waiting_for_gpus_is_told_how_many_are_free_and_where() -> None:
+    busy = [
+        running("a", "q", {"n0": 6}, gpus=6, cls="prod"),
+        running("b", "q", {"n1": 5}, gpus=5, cls="prod"),
+    ]
+    jobs = [pending("w", "q", gpus=4, submitted_at=1)]
+    result = run_cycle(snapshot(nodes("n", 2, {"h100": 8}), [queue("q", 32)], busy, jobs))
+    info = result.pending["w"]
+    assert (info.reason, info.free, info.largest_block, info.position) == ("capacity", 5, 3, 1)
+    assert info.message.startswith("#1 in queue q. Waiting for GPUs: needs 4 h100; 5 are free")
+    assert "at most 3 on one node" in info.message
+    assert (
+        "may be preempted"
+        not in run_cycle(
+            snapshot(nodes("n", 2, {"h100": 8}), [queue("q", 32)], busy, jobs), "greedy"
+        )
+        .pending["w"]
+        .message
+    )
