@@ -72,3 +72,31 @@ def _visit_every_dashboard(page: Any, base: str, username: str, password: str) -
         assert page.locator(".js-plotly-plot svg").count() >= 1, slug
         assert page.locator("details table").count() == plots.count(), slug
         page.screenshot(path=str(SCREENSHOTS / f"dashboard-{slug}.png"), full_page=True)
+
+
+def test_a_dashboard_refreshes_itself_from_its_json_endpoint(
+    live_server: Any,
+    platform_admin: User,
+    persona_password: str,
+    queue_a: Queue,
+    queue_b: Queue,
+    grow: Callable[[int], None],
+) -> None:
+    grow(1)
+    username = platform_admin.username
+    with chromium_page() as page:
+        page.clock.install()
+        page.goto(f"{live_server.url}/login/")
+        page.fill("input[name=username]", username)
+        page.fill("input[name=password]", persona_password)
+        page.click("button[type=submit]")
+        page.wait_for_url(f"{live_server.url}/")
+        page.goto(f"{live_server.url}/dashboards/quotas/?range=day")
+        page.wait_for_selector(".js-plotly-plot .main-svg", timeout=20_000)
+        with page.expect_response(lambda r: "/dashboards/quotas/data/" in r.url) as answer:
+            page.clock.run_for(16_000)  # past the 15 s refresh period
+        assert answer.value.status == 200
+        assert "range=day" in answer.value.url
+        page.wait_for_function(
+            "document.querySelector('.dashboard-status').textContent.startsWith('Updated')"
+        )
