@@ -52,11 +52,12 @@ def _time(moment: datetime) -> str:
 def _layout(title: str, x_title: str, y_title: str, **extra: Any) -> dict[str, Any]:
     layout: dict[str, Any] = {
         "title": {"text": title},
-        "xaxis": {"title": {"text": x_title}},
-        "yaxis": {"title": {"text": y_title}, "rangemode": "tozero"},
-        "margin": {"l": 70, "r": 20, "t": 60, "b": 70},
-        "legend": {"orientation": "h", "y": -0.25},
+        "xaxis": {"title": {"text": x_title}, "automargin": True},
+        "yaxis": {"title": {"text": y_title}, "rangemode": "tozero", "automargin": True},
+        "margin": {"l": 70, "r": 20, "t": 90, "b": 60},
+        "legend": {"orientation": "h", "x": 0, "y": 1.0, "yanchor": "bottom"},
         "height": 420,
+        "showlegend": True,
     }
     for key, value in extra.items():
         if key in ("xaxis", "yaxis"):
@@ -81,7 +82,7 @@ def usage_over_time(series: UsageSeries) -> Figure:
                 "x": x,
                 "y": [_r(v) for v in values],
                 "stackgroup": "usage",
-                "line": {"width": 0.5, "color": colour_of(name)},
+                "line": {"width": 0.5, "color": colour_of(name), "shape": "hv"},
                 "hovertemplate": f"{name}: %{{y:.2f}} {GPU_EQ}<extra></extra>",
             }
         )
