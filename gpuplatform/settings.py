@@ -163,6 +163,8 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
     }
     for _folder in ("messages", "processed", "control"):
         (CELERY_FILESYSTEM_DIR / _folder).mkdir(parents=True, exist_ok=True)
+CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_QUEUE", "celery")
+"""The queue tasks go to and workers read: give deployments that share one Redis their own."""
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]

@@ -6,6 +6,7 @@ Both check the caller's rights (gpuplatform/access.py), validate with field-name
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
@@ -19,12 +20,27 @@ from queues.models import Flavor, IllegalTransition, Job, JobEvent, JobRuntime, 
 from queues.services import effects as fx
 from queues.services.transitions import move, set_runtime
 
+logger = logging.getLogger(__name__)
+
 
 def queue_cycle() -> None:
-    """Ask a worker for a scheduling cycle once the current transaction commits."""
+    """Ask a worker for a scheduling cycle once the current transaction commits.
+
+    A broker that cannot be reached is logged, not raised: the change is committed already and
+    the periodic cycle (Celery beat) picks it up.
+    """
+    transaction.on_commit(_send_cycle)
+
+
+def _send_cycle() -> None:
     from queues.tasks import run_scheduling_cycle
 
-    transaction.on_commit(lambda: run_scheduling_cycle.delay())
+    try:
+        run_scheduling_cycle.delay()
+    except Exception:  # any broker failure: beat's next tick covers it
+        logger.warning(
+            "could not queue a scheduling cycle; the periodic one will run", exc_info=True
+        )
 
 
 def submit_job(

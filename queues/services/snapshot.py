@@ -156,6 +156,10 @@ def build_snapshot(now: datetime) -> LiveSnapshot:
     for row in rows:
         if row.topology_level and row.topology_level not in levels:
             levels.append(row.topology_level)
+    # Domains nest (a rack inside a block inside a zone): a level no node carries would blank
+    # every level below it, so only the levels some node is labelled with take part.
+    labelled = {key for nodes in nodes_by_cluster.values() for n in nodes for key in n.labels}
+    levels = [level for level in levels if level in labelled]
 
     pending: list[engine.PendingJob] = []
     admitted: list[engine.AdmittedJob] = []

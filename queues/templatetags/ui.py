@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from django import template
@@ -35,6 +36,16 @@ def form_field(field: BoundField) -> SafeString:
     return SafeString(render_to_string("ui/field.html", {"field": field}))
 
 
+POSITION_PREFIX = re.compile(r"^#\d+ in queue \S+\. ")
+
+
+@register.filter
+def without_position(message: str) -> str:
+    """The why-pending sentence without its leading "#3 in queue team/q. " (for tables that
+    show the position in a column of their own)."""
+    return POSITION_PREFIX.sub("", message or "", count=1)
+
+
 @register.filter
 def duration(seconds: float | int | None) -> str:
     """3725 -> '1 h 2 min'; empty for None."""
@@ -53,7 +64,7 @@ def duration(seconds: float | int | None) -> str:
 @register.simple_tag(takes_context=True)
 def sort_link(context: template.Context, column: str, label: str) -> SafeString:
     """A column header link that sorts by ``column`` (toggling the direction), keeping the
-    other query parameters; marks the sorted column with aria-sort."""
+    other query parameters; an arrow marks the sorted column (and ``aria_sort`` its th)."""
     from django.utils.html import format_html
 
     request = context["request"]
@@ -69,3 +80,14 @@ def sort_link(context: template.Context, column: str, label: str) -> SafeString:
     elif descending:
         arrow = " ▼"
     return format_html('<a href="?{}">{}{}</a>', params.urlencode(), label, arrow)
+
+
+@register.simple_tag(takes_context=True)
+def aria_sort(context: template.Context, column: str) -> SafeString:
+    """``aria-sort`` for the th of ``column`` when the list is sorted by it."""
+    current = context["request"].GET.get("sort", "")
+    if current == column:
+        return SafeString(' aria-sort="ascending"')
+    if current == f"-{column}":
+        return SafeString(' aria-sort="descending"')
+    return SafeString("")

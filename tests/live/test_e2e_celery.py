@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from collections import defaultdict
 from pathlib import Path
 from urllib.parse import quote
@@ -47,6 +48,7 @@ def worker(transactional_db, tmp_path):
         DATABASE_URL=database_url(),
         VAR_DIR=str(tmp_path),  # its own filesystem broker folders and beat schedule
         CYCLE_INTERVAL="1",
+        CELERY_QUEUE=f"e2e-{uuid.uuid4().hex[:12]}",  # no other worker on a shared Redis takes it
         SIMULATION_SPEED="3600",  # an hour of simulated work per real second
         SIMULATION_FAILURE_RATE="0",
         DJANGO_SETTINGS_MODULE="gpuplatform.settings",

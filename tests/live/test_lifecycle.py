@@ -122,3 +122,13 @@ def test_elastic_job_starts_smaller_and_grows_into_freed_gpus(world, submit, cyc
     assert sum(elastic.placement.values()) == 4
     assert "Grew from 2 to 4 workers" in last_message(elastic, "scaled")
     assert len(elastic.runtime.worker_nodes) == 4
+
+
+def test_job_with_required_rack_topology_runs_inside_one_rack(world, submit, cycle, reload):
+    job = submit(gpus=4, workers=2, topology_level="rack", topology_mode="required")
+
+    cycle(T0)
+
+    job = reload(job)
+    assert job.state == Job.State.ADMITTED
+    assert len(job.placement) == 1  # the two racks hold one node each: both workers share one

@@ -62,3 +62,18 @@ def test_bad_submission_is_refused_with_an_error_naming_the_field(world, fields,
 
     assert field in error.value.message_dict
     assert not Job.objects.exists()
+
+
+def test_submission_succeeds_when_the_broker_is_down(
+    world, submit, monkeypatch, django_capture_on_commit_callbacks
+):
+    from queues import tasks
+
+    def broker_down():
+        raise ConnectionError("redis: connection refused")
+
+    monkeypatch.setattr(tasks.run_scheduling_cycle, "delay", broker_down)
+    with django_capture_on_commit_callbacks(execute=True):
+        job = submit(gpus=1)
+
+    assert Job.objects.get(pk=job.pk).state == Job.State.PENDING

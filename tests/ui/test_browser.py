@@ -15,8 +15,8 @@ import pytest
 from django.contrib.auth.models import User
 from django.utils import timezone
 
-from queues.models import Cluster, Job, Queue, ServiceClass
-from queues.services import run_cycle
+from queues.models import Cluster, Flavor, Job, Queue, ServiceClass
+from queues.services import run_cycle, submit_job
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -164,3 +164,32 @@ def test_researcher_cannot_reach_admin_pages(
     for path in ("/manage/", f"/manage/queues/{queue_a.pk}/", "/manage/clusters/", "/admin/"):
         response = page.goto(f"{base}{path}")
         assert response.status in (403, 404), path
+
+
+def test_admin_lowering_a_quota_below_usage_confirms_first(
+    live_server: Any, page: Any, platform_admin: User, researcher_a: User,
+    persona_password: str, queue_a: Queue, queue_b: Queue, sim_cluster: Cluster,
+    service_class_std: ServiceClass, flavor_h100: Flavor,
+) -> None:  # fmt: skip
+    job = submit_job(
+        owner=researcher_a, queue=queue_a, service_class=service_class_std, name="holder",
+        image="pytorch/pytorch:2.4.0", flavors=[flavor_h100], gpus_per_worker=8,
+    )  # fmt: skip
+    now = timezone.now()
+    run_cycle(now=now + timedelta(seconds=1))
+    run_cycle(now=now + timedelta(seconds=2))
+    base = live_server.url
+    log_in(page, base, platform_admin, persona_password)
+    page.goto(f"{base}/manage/queues/{queue_a.pk}/")
+    page.locator("#id_quotas-0-nominal").fill("4")
+    page.get_by_role("button", name="Save queue and quotas").click()
+    warning = page.locator("#quota-impact")
+    warning.wait_for()
+    assert f"holder (#{job.pk})" in warning.inner_text()
+    assert "may be preempted" in warning.inner_text()
+    shot(page, "manage-quota-confirm")
+    assert queue_a.quotas.get().nominal == 8  # not saved yet
+    warning.get_by_role("button", name="Save anyway").click()
+    page.wait_for_load_state()
+    assert "8 → 4" in page.locator("#history").inner_text()
+    assert queue_a.quotas.get().nominal == 4

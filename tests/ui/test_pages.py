@@ -239,7 +239,7 @@ def test_queue_page_shows_quota_usage_fair_share_and_the_line(
     assert (status.flavors[0].used, status.flavors[0].borrowed) == (16, 8)
     assert [p.job_id for p in status.pending] == [waiting.pk]
     html = response.content.decode()
-    assert "Fair share" in html and "#1 in queue team-a/main" in html
+    assert "Fair share" in html and "Waiting for quota: queue team-a/main uses 16 of 8" in html
 
 
 @pytest.mark.parametrize("url_name", ["submit", "jobs", "queues"])
@@ -249,3 +249,12 @@ def test_finance_and_outsiders_cannot_open_researcher_pages(
     for user in (finance_user, outsider):
         client.force_login(user)
         assert client.get(reverse(url_name)).status_code == 403
+
+
+def test_sorted_column_header_says_its_direction(
+    client: Client, researcher_a: User, make_job: Callable[..., Job], queue_a: Queue
+) -> None:
+    make_job(queue=queue_a, owner=researcher_a)
+    client.force_login(researcher_a)
+    html = client.get(reverse("jobs"), {"sort": "-name"}).content.decode()
+    assert '<th scope="col" aria-sort="descending"><a href="?sort=name">Job ▼</a>' in html
