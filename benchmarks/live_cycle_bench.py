@@ -198,18 +198,21 @@ def main() -> int:
     run_cycle(now=now)  # the launched jobs start running
 
     durations = []
+    cpu = time.process_time()
     for _ in range(args.cycles):
         now += timedelta(seconds=1)
         t = time.perf_counter()
         report = run_cycle(now=now)
         durations.append(time.perf_counter() - t)
+    cpu_per_cycle = (time.process_time() - cpu) / args.cycles
     mean = statistics.fmean(durations)
     pending = Job.objects.filter(state="pending").count()
     active = Job.objects.filter(state__in=["admitted", "running"]).count()
     print(
         f"steady state ({active} running, {pending} pending): {args.cycles} cycles, "
         f"mean {mean * 1000:.0f} ms, max {max(durations) * 1000:.0f} ms, "
-        f"{1 / mean:.2f} cycles/s"
+        f"{1 / mean:.2f} cycles/s; this process's CPU {cpu_per_cycle * 1000:.0f} ms per cycle "
+        "(the rest is waiting for PostgreSQL and for the machine's other load)"
     )
 
     now += timedelta(seconds=1)

@@ -72,6 +72,7 @@ class CycleContext:
     stops: list[Stop] = field(default_factory=list)
     reservation: Reservation | None = None
     victim_pools: dict[str, dict[str, list[RunningJob]]] = field(default_factory=dict)
+    victim_pools_built: bool = False
     # running jobs changed by this cycle (shrunk, grown, stopped), with their workers before
     mutated: list[tuple[RunningJob, Workers]] = field(default_factory=list)
     # queues with an admitted, not yet started job that may not borrow: they must stay within

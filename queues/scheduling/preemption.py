@@ -150,21 +150,19 @@ class _Search:
 
 def victim_pool(ctx: CycleContext, flavor: str) -> dict[str, list[RunningJob]]:
     """Rule 1, once per cycle and flavor, by queue: started, preemptible, past min_runtime."""
-    pool = ctx.victim_pools.get(flavor)
-    if pool is None:
+    if not ctx.victim_pools_built:
         now = ctx.now
-        pool = {}
-        for r in ctx.running:
+        pools = ctx.victim_pools
+        for r in ctx.running:  # one pass for every flavor
             if (
                 r.preemptible_now
-                and r.flavor == flavor
                 and r.cls.preemptible
                 and r.started_at is not None
                 and now - r.started_at >= r.cls.min_runtime
             ):
-                pool.setdefault(r.queue, []).append(r)
-        ctx.victim_pools[flavor] = pool
-    return pool
+                pools.setdefault(r.flavor, {}).setdefault(r.queue, []).append(r)
+        ctx.victim_pools_built = True
+    return ctx.victim_pools.get(flavor, {})
 
 
 def candidates(ctx: CycleContext, job: PendingJob, flavor: str) -> list[RunningJob]:

@@ -77,11 +77,12 @@ class QuotaState:
         self.queues = {q.name: q for q in queues}
         self.cohort = static.cohort
         self.members = static.members
-        self._limits = dict(static.limits)
+        self._limits = static.limits  # shared: limits() only adds what the statics imply
         self.pool_size = static.pool_size
         self.pool_used: dict[tuple[str, str], int] = {}
         self.usage: dict[tuple[str, str], int] = {}
-        self.flavors_of: dict[str, set[str]] = {q: set(f) for q, f in static.flavors_of.items()}
+        self.quota_flavors = static.flavors_of
+        self.used_flavors: dict[str, set[str]] = {}
         # bulk version of add() for the usage at the start of a cycle
         limits = self._limits
         pool_used = self.pool_used
@@ -89,7 +90,7 @@ class QuotaState:
             if not units:
                 continue
             self.usage[(q, f)] = units
-            self.flavors_of.setdefault(q, set()).add(f)
+            self.used_flavors.setdefault(q, set()).add(f)
             cohort = self.cohort.get(q)
             if cohort is not None:
                 lim = limits.get((q, f)) or self.limits(q, f)
@@ -120,7 +121,7 @@ class QuotaState:
         before = self.usage.get(key, 0)
         after = before + units
         self.usage[key] = after
-        self.flavors_of.setdefault(queue, set()).add(flavor)
+        self.used_flavors.setdefault(queue, set()).add(flavor)
         cohort = self.cohort.get(queue)
         if cohort is not None:
             reserved = self.limits(queue, flavor).reserved
@@ -178,7 +179,8 @@ class QuotaState:
         cohort = self.cohort.get(queue)
         weight = self.queues[queue].weight if queue in self.queues else 1.0
         best = 0.0
-        flavors = set(self.flavors_of.get(queue, ()))
+        flavors = set(self.quota_flavors.get(queue, ()))
+        flavors.update(self.used_flavors.get(queue, ()))
         if extra_flavor is not None:
             flavors.add(extra_flavor)
         for f in flavors:
