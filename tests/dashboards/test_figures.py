@@ -256,3 +256,19 @@ def test_percentile_is_nearest_rank() -> None:
     assert percentile(values, 95) == 19.0
     assert percentile([5.0], 95) == 5.0
     assert percentile([], 50) is None
+
+
+@pytest.mark.parametrize("module", ["dashboards/figures.py", "dashboards/plain.py"])
+def test_figure_builders_and_their_inputs_import_no_django(module: str) -> None:
+    import ast
+    from pathlib import Path
+
+    source = (Path(__file__).resolve().parents[2] / module).read_text()
+    imported = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            imported |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            imported.add(node.module)
+    allowed = {"__future__", "collections.abc", "dataclasses", "datetime", "math", "typing"}
+    assert imported <= allowed | {"zlib", "dashboards.plain"}, imported
