@@ -176,6 +176,9 @@ def sample_capacity(now: datetime) -> int:
 
 
 def record_cycle(now: datetime) -> None:
-    """The cycle hook: roll up the ledger and sample capacity at `now`."""
-    roll_up_usage(now)
-    sample_capacity(now)
+    """The cycle hook: roll up the ledger and sample capacity at `now`. Two callers (the cycle
+    and the periodic task) take turns on the mark's row lock, so they never interleave."""
+    with transaction.atomic():
+        RollupMark.objects.select_for_update().get_or_create(name=USAGE_MARK)
+        roll_up_usage(now)
+        sample_capacity(now)

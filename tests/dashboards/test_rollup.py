@@ -153,3 +153,24 @@ def test_capacity_sample_keeps_the_largest_failure_seen_in_the_bucket() -> None:
         flavor__name="h100", bucket_seconds=FIVE_MINUTES, bucket_start=at(5)
     )
     assert later.failed_gpu_equivalent == 0.0
+
+
+@pytest.mark.usefixtures("nodes")
+def test_the_periodic_task_is_scheduled_and_fills_the_rollups(
+    make_job: Callable[..., Job],
+    ledger_row: Callable[..., UsageRecord],
+    queue_a: Queue,
+    researcher_a: User,
+) -> None:
+    from django.conf import settings as conf
+    from django.utils import timezone
+
+    from dashboards.tasks import roll_up
+
+    entry = conf.CELERY_BEAT_SCHEDULE["dashboards-rollup"]
+    assert entry["task"] == roll_up.name == "dashboards.tasks.roll_up"
+    now = timezone.now()
+    ledger_row(make_job(queue=queue_a, owner=researcher_a), now - timedelta(minutes=30), now)
+    roll_up()
+    assert UsageRollup.objects.filter(bucket_seconds=ONE_HOUR).exists()
+    assert CapacitySample.objects.filter(bucket_seconds=FIVE_MINUTES).count() == 2
