@@ -57,9 +57,11 @@ DEFAULT_RANGE = "day"
 
 
 def _buckets(now: datetime, span: Range) -> list[datetime]:
-    last = floor_to(now, span.bucket_seconds)
-    count = int(span.length.total_seconds()) // span.bucket_seconds
+    """The complete buckets of the range, oldest first (the one in progress is left out: its
+    average would read as a drop)."""
     step = timedelta(seconds=span.bucket_seconds)
+    last = floor_to(now, span.bucket_seconds) - step
+    count = int(span.length.total_seconds()) // span.bucket_seconds
     return [last - step * i for i in range(count - 1, -1, -1)]
 
 
@@ -79,7 +81,9 @@ def usage_series(
     position = {b: i for i, b in enumerate(buckets)}
     field = "team_id" if by == "team" else "flavor_id"
     rows = UsageRollup.objects.filter(
-        bucket_seconds=span.bucket_seconds, bucket_start__gte=buckets[0], bucket_start__lte=now
+        bucket_seconds=span.bucket_seconds,
+        bucket_start__gte=buckets[0],
+        bucket_start__lte=buckets[-1],
     )
     if team_ids is not None:
         rows = rows.filter(team_id__in=list(team_ids))
@@ -120,7 +124,9 @@ def usage_series(
         bad: list[float | None] = [None] * len(buckets)
         for bucket, total, down in (
             CapacitySample.objects.filter(
-                bucket_seconds=span.bucket_seconds, bucket_start__gte=buckets[0]
+                bucket_seconds=span.bucket_seconds,
+                bucket_start__gte=buckets[0],
+                bucket_start__lte=buckets[-1],
             )
             .values("bucket_start")
             .annotate(total=Sum("capacity_gpu_equivalent"), down=Sum("failed_gpu_equivalent"))

@@ -14,7 +14,7 @@ from django.contrib.auth.models import User
 from django.utils import timezone
 
 from accounting.models import Budget, FlavorPrice, UsageRecord
-from dashboards.rollup import record_cycle
+from dashboards.rollup import record_cycle, sample_capacity
 from queues.models import Cluster, Flavor, Job, JobEvent, JobRuntime, Node, Queue, Quota, Team
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
@@ -155,6 +155,9 @@ def grow(
             ledger_row(job, now - timedelta(hours=2), now - timedelta(minutes=1), 1)
             ledger_row(job, now - timedelta(days=40), now - timedelta(days=39), 2)
             JobEvent.objects.create(job=pending, kind="preempted", data={"reason": "reclaim"})
-        record_cycle(timezone.now())
+        now = timezone.now()
+        for minutes in range(60, 0, -5):  # the cycles of the last hour sampled the nodes
+            sample_capacity(now - timedelta(minutes=minutes))
+        record_cycle(now)
 
     return add

@@ -33,7 +33,7 @@ def test_usage_series_averages_each_bucket_per_team_with_capacity_and_failed(
     roll_up_usage(at(10))
     sample_capacity(at(7))
     series = data.usage_series(at(10), data.RANGES["hour"])
-    assert len(series.buckets) == 12 and series.buckets[-1] == at(10)
+    assert len(series.buckets) == 12 and series.buckets[-1] == at(5)  # 09:10 is in progress
     i = series.buckets.index(at(0))
     j = series.buckets.index(at(5))
     assert series.stacks["team-a"][i : j + 1] == (4.0, 4.0)
@@ -52,7 +52,7 @@ def test_usage_series_keeps_the_largest_teams_and_sums_the_rest(
             bucket_start=T0, bucket_seconds=FIVE_MINUTES, team=team, flavor=flavor_h100,
             cluster=cluster, gpu_equivalent_seconds=300.0 * (i + 1),
         )  # fmt: skip
-    series = data.usage_series(at(1), data.RANGES["hour"], top=2)
+    series = data.usage_series(at(6), data.RANGES["hour"], top=2)
     assert list(series.stacks) == ["t03", "t04", "other teams"]
     assert series.stacks["other teams"][-1] == 1.0 + 2.0 + 3.0
 
