@@ -186,3 +186,24 @@ def test_estimate_agrees_with_the_engines_estimate_helper(
             assert ours.estimated_start.timestamp() == theirs.estimated_start
         outcomes.append(ours.outcome)
     assert outcomes == ["preempt", "wait", "wait"]
+
+
+def test_estimate_falls_back_to_the_next_flavor_when_the_first_is_full(
+    sim_cluster: Cluster, queue_a: Queue, queue_b: Queue, service_class_std: ServiceClass,
+    flavor_h100: Flavor, researcher_a: Any, submit: Callable[..., Job],
+    cycle: Callable[..., Any],
+) -> None:  # fmt: skip
+    from queues.models import Node
+
+    mig = Flavor.objects.create(
+        name="h100-1g.10gb", resource="nvidia.com/mig-1g.10gb", gpu_equivalent=1 / 7
+    )
+    Quota.objects.create(queue=queue_a, flavor=mig, nominal=7)
+    Node.objects.create(cluster=sim_cluster, name="mig", capacity={"h100-1g.10gb": 7})
+    submit(gpus=8, workers=2, name="fills-h100", team="b")
+    cycle(later(1))
+    estimate = estimate_submission(
+        researcher_a, queue_a, service_class_std, [flavor_h100, mig], 1, 4, now=later(2)
+    )
+    assert (estimate.outcome, estimate.flavor) == ("start", "h100-1g.10gb")
+    assert [q.flavor for q in estimate.quotas] == ["h100", "h100-1g.10gb"]
