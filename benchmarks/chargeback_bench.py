@@ -305,6 +305,11 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--rebuild", action="store_true", help="regenerate even if present")
+    parser.add_argument(
+        "--keep",
+        action="store_true",
+        help="keep the generated data for a faster re-run (it blocks deleting their jobs)",
+    )
     args = parser.parse_args()
     url = os.environ.get("DATABASE_URL", DEFAULT_URL)
     if not url.startswith("postgres"):
@@ -321,7 +326,33 @@ def main() -> int:
         print(f"ledger: reusing {present} generated rows (--rebuild to regenerate)")
     time_month_json(args.repeat)
     stream_year_csv()
+    if not args.keep:
+        clean_up()
     return 0
+
+
+def clean_up() -> None:
+    """Remove the generated ledger and world, so other benchmarks can reset the database."""
+    from django.contrib.auth.models import User
+    from django.db import connection, transaction
+
+    from queues.models import Cluster, Flavor, Job, Queue, ServiceClass, Team
+
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute("DELETE FROM accounting_usagerecord")
+        Job.objects.filter(queue__team__name__startswith=PREFIX).delete()
+        Queue.objects.filter(team__name__startswith=PREFIX).delete()
+        Team.objects.filter(name__startswith=PREFIX).delete()
+        User.objects.filter(username__startswith=PREFIX).delete()
+        from accounting.models import ClassMultiplier, FlavorPrice
+
+        FlavorPrice.objects.filter(flavor__name__startswith="cb-").delete()
+        ClassMultiplier.objects.filter(service_class__name__startswith="cb-").delete()
+        Flavor.objects.filter(name__startswith="cb-").delete()
+        ServiceClass.objects.filter(name__startswith="cb-").delete()
+        Cluster.objects.filter(name__startswith="cb-").delete()
+    print("generated data removed (--keep keeps it)")
 
 
 if __name__ == "__main__":

@@ -84,6 +84,10 @@ def build_world(nodes: int, queues: int, cohorts: int, jobs: int, seed: int) -> 
     with transaction.atomic():
         for model in (SimulatedWorkload, JobRuntime, JobFlavor):
             model.objects.all().delete()
+        from accounting.models import AccrualMark, Statement, UsageRecord
+
+        for model in (UsageRecord, Statement, AccrualMark):  # ledger rows protect their jobs
+            model.objects.all().delete()
         Job.objects.all().delete()
         for model in (Quota, Queue, Team, Cohort, Node, Cluster, ServiceClass, Flavor):
             model.objects.all().delete()
