@@ -179,6 +179,12 @@ CYCLE_INTERVAL = env_int("CYCLE_INTERVAL", 10, minimum=1)
 SCHEDULER_LEASE_SECONDS = env_int("SCHEDULER_LEASE_SECONDS", 120, minimum=5)
 """How long one cycle may hold the single-flight lease before another worker may take it over."""
 
+DEFAULT_JOB_RUNTIME = env_int("DEFAULT_JOB_RUNTIME", 3600, minimum=1)
+"""Seconds backfill assumes for a job with no estimate whose class has no maximum runtime."""
+
+FAIRSHARE_HALF_LIFE = env_int("FAIRSHARE_HALF_LIFE", 7 * 24 * 3600, minimum=60)
+"""Seconds after which a queue's fair-share usage history counts half (docs/SCHEDULING.md 5)."""
+
 METRICS_TOKEN = env_str("METRICS_TOKEN")
 """When set, /metrics requires the header ``Authorization: Bearer <METRICS_TOKEN>``."""
 

@@ -111,6 +111,8 @@ def observe_workloads(
             if workload is not None and not _terminating(workload):
                 effects.append(fx.stop(job, _left(runtime, now)))
             continue
+        if workload is not None and job.state == Job.State.ADMITTED and _terminating(workload):
+            workload = None  # pods of its previous run, still going: not this run's workers
         if workload is None:
             start_at = runtime.start_at if runtime is not None else None
             if job.state == Job.State.ADMITTED and (start_at is None or start_at <= now):

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import NamedTuple
 
+from django.conf import settings
 from django.db.models import Q, QuerySet
 
 from queues.models import (
@@ -220,8 +221,8 @@ def build_snapshot(now: datetime) -> LiveSnapshot:
         admitted=tuple(admitted),
         pending=tuple(pending),
         topology_levels=tuple(levels),
-        default_runtime=DEFAULT_RUNTIME,
-        half_life=DEFAULT_HALF_LIFE,
+        default_runtime=float(getattr(settings, "DEFAULT_JOB_RUNTIME", DEFAULT_RUNTIME)),
+        half_life=float(getattr(settings, "FAIRSHARE_HALF_LIFE", DEFAULT_HALF_LIFE)),
     )
     return LiveSnapshot(
         now=now,

@@ -73,3 +73,13 @@ def test_applying_the_same_decisions_twice_changes_nothing_the_second_time(world
     assert JobEvent.objects.count() == events
     assert effects == []
     assert Job.objects.filter(state=Job.State.ADMITTED).count() == 2
+
+
+def test_snapshot_takes_half_life_and_default_runtime_from_settings(world, settings):
+    settings.FAIRSHARE_HALF_LIFE = 24 * 3600
+    settings.DEFAULT_JOB_RUNTIME = 1800
+
+    snapshot = build_snapshot(later(1)).snapshot
+
+    assert snapshot.half_life == 24 * 3600
+    assert snapshot.default_runtime == 1800

@@ -173,3 +173,27 @@ def test_elastic_borrower_is_shrunk_rather_than_stopped_to_reclaim_quota(
     )
     assert owner.state == Job.State.ADMITTED
     assert len(elastic.runtime.worker_nodes) == 2
+
+
+def test_requeued_job_is_not_taken_for_running_while_its_old_workers_terminate(
+    world, submit, cycle, reload, settings
+):
+    from queues.models import SimulatedWorkload
+
+    settings.SIMULATION_SPEED = 1.0  # the old workers take the whole grace period to go
+    job = submit(gpus=8, workers=2)  # class standard: no grace period, requeued at once
+    cycle(T0)
+    cycle(later(1))
+    failed = world.nodes[0]
+    fail_nodes([failed])
+    cycle(later(2))  # requeued; its workers are told to stop
+    recover_nodes([failed])
+    SimulatedWorkload.objects.filter(job_id=str(job.pk)).update(gone_at=later(60))
+
+    cycle(later(3))  # admitted again while the old workers still terminate
+    cycle(later(4))
+
+    assert reload(job).state == Job.State.ADMITTED
+    cycle(later(61))  # the old workers are gone: this run launches
+    cycle(later(62))
+    assert reload(job).state == Job.State.RUNNING
