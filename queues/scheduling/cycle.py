@@ -7,6 +7,7 @@ capacity and explains every job left pending. Deterministic: same snapshot, same
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping
 
 from queues.scheduling import explain, fairshare
@@ -31,6 +32,7 @@ from queues.scheduling.placement import Placement, Workers, place, place_in_clus
 from queues.scheduling.policies import Policy, get_policy
 from queues.scheduling.preemption import PreemptionPlan, candidates, plan_preemption
 
+_CACHE_LOCK = threading.Lock()
 MAX_FAILED_PREEMPTIONS = 8  # bound on fruitless preemption searches per cycle
 
 
@@ -483,4 +485,5 @@ def run_cycle(
 ) -> CycleResult:
     """Decide one cycle. ``explain_pending=False`` skips the PendingInfo of every pending job."""
     pol = get_policy(policy) if isinstance(policy, str) else policy
-    return _Cycle(snapshot, pol, explain_pending).run()
+    with _CACHE_LOCK:  # the layout and accounting caches are shared by the process
+        return _Cycle(snapshot, pol, explain_pending).run()

@@ -70,20 +70,28 @@ def update_nodes(cluster: Cluster, infos: tuple[NodeInfo, ...]) -> None:
     definitions = [
         FlavorDefinition(f.name, f.resource, dict(f.node_selector)) for f in Flavor.objects.all()
     ]
-    seen = set()
+    existing = {node.name: node for node in Node.objects.filter(cluster=cluster)}
+    fields = ["labels", "capacity", "ready", "schedulable"]
+    changed: list[Node] = []
+    new: list[Node] = []
     for info in infos:
-        seen.add(info.name)
-        Node.objects.update_or_create(
-            cluster=cluster,
-            name=info.name,
-            defaults={
-                "labels": dict(info.labels),
-                "capacity": node_flavor_capacity(info, definitions),
-                "ready": info.ready,
-                "schedulable": not info.unschedulable,
-            },
-        )
-    Node.objects.filter(cluster=cluster).exclude(name__in=seen).update(ready=False)
+        values = {
+            "labels": dict(info.labels),
+            "capacity": node_flavor_capacity(info, definitions),
+            "ready": info.ready,
+            "schedulable": not info.unschedulable,
+        }
+        node = existing.pop(info.name, None)
+        if node is None:
+            new.append(Node(cluster=cluster, name=info.name, **values))
+        elif any(getattr(node, key) != value for key, value in values.items()):
+            for key, value in values.items():
+                setattr(node, key, value)
+            changed.append(node)
+    Node.objects.bulk_create(new)
+    Node.objects.bulk_update(changed, fields, batch_size=500)
+    gone = [node.pk for node in existing.values() if node.ready]
+    Node.objects.filter(pk__in=gone).update(ready=False)  # vanished from the API: NotReady
 
 
 def _runtime(job: Job) -> JobRuntime | None:

@@ -94,3 +94,21 @@ def test_api_server_error_degrades_the_cluster_and_leaves_jobs_alone(
     assert cluster.status_message
     assert reload(job).state == Job.State.RUNNING
     assert len(pods_of(api, job)) == 1  # its pod was not touched either
+
+
+def test_node_rows_follow_the_api_and_a_vanished_node_turns_not_ready(
+    k8s_world, api, submit, cycle
+):
+    cycle(T0)
+    api.add_node("gpu-a", {"nvidia.com/gpu": "8"}, H100, unschedulable=True)  # cordoned
+
+    def remove_gpu_b() -> None:
+        del api.emulator.objects[NODES, None, "gpu-b"]
+
+    api.call(remove_gpu_b)
+
+    cycle(later(1))
+
+    nodes = {n.name: n for n in Node.objects.filter(cluster=k8s_world.cluster)}
+    assert not nodes["gpu-a"].schedulable and nodes["gpu-a"].ready
+    assert not nodes["gpu-b"].ready
