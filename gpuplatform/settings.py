@@ -53,6 +53,7 @@ INSTALLED_APPS = [
     "accounting",
     "audit",
     "tokens",
+    "dashboards",
 ]
 
 MIDDLEWARE = [
