@@ -83,7 +83,7 @@ class FlavorPriceForm(NewRowForm):
         fields = ["flavor", "price_per_unit_hour", "currency", "effective_from"]
         labels = {"price_per_unit_hour": "Price per unit-hour"}
         help_texts = {
-            "flavor": "A MIG flavor without a price of its own is priced from its whole-GPU flavor.",
+            "flavor": "A MIG flavor without a price of its own is priced from its whole GPU.",
             "price_per_unit_hour": "Per GPU (or MIG slice) and hour, up to 6 decimal places.",
             "currency": "Every price is in the same currency (ACCOUNTING_CURRENCY).",
         }

@@ -161,7 +161,7 @@ def _price_text(price_list: rating.PriceList, flavor: Flavor, moment: datetime) 
         return f"{price.unit_price} {unit}"
     parent = price_list.price_at(price.priced_from, Decimal(1), moment).unit_price
     shown = price.unit_price.quantize(UNIT_PRICE_SHOWN, ROUND_HALF_EVEN)
-    return f"{gpu_equivalent_of(flavor)} × {price.priced_from} price {parent} = {shown} {unit}"
+    return f"{gpu_equivalent_of(flavor)} x {price.priced_from} price {parent} = {shown} {unit}"
 
 
 def _flavor_summaries(
@@ -176,16 +176,13 @@ def _flavor_summaries(
         if parent is not None:
             points += price_list.price_change_points(parent)
         upcoming = min((p for p in points if p > now), default=None)
+        scheduled = _price_text(price_list, flavor, upcoming) if upcoming else ""
         own = [(r, r.price_per_unit_hour, r.currency) for r in rows if r.flavor_id == flavor.pk]
         summaries.append(
             PriceSummary(
                 name=flavor.name,
                 now=_price_text(price_list, flavor, now),
-                next=(
-                    f"{_price_text(price_list, flavor, upcoming)} from {upcoming:%Y-%m-%d %H:%M} UTC"
-                    if upcoming
-                    else ""
-                ),
+                next=(f"{scheduled} from {upcoming:%Y-%m-%d %H:%M} UTC" if upcoming else ""),
                 history=_history(own, authors, now),
             )
         )
@@ -208,9 +205,9 @@ def _multiplier_summaries(
         summaries.append(
             PriceSummary(
                 name=service_class.name,
-                now=f"× {current}" + ("" if started else " (the class's default multiplier)"),
+                now=f"x {current}" + ("" if started else " (the class's default multiplier)"),
                 next=(
-                    f"× {price_list.multiplier_at(service_class.name, upcoming)} "
+                    f"x {price_list.multiplier_at(service_class.name, upcoming)} "
                     f"from {upcoming:%Y-%m-%d %H:%M} UTC"
                     if upcoming
                     else ""
