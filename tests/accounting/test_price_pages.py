@@ -342,3 +342,27 @@ def test_effective_date_with_an_offset_is_stored_in_utc(admin_client, flavor_h10
     assert response.status_code == 302
     row = FlavorPrice.objects.latest("effective_from")
     assert row.effective_from == datetime(2031, 5, 1, 0, 0, tzinfo=UTC)
+
+
+def test_a_class_multiplier_in_the_past_also_asks_for_confirmation(admin_client, service_class_std):
+    fields = {
+        "kind": "multiplier",
+        "multiplier-service_class": service_class_std.pk,
+        "multiplier-multiplier": "2",
+        "multiplier-effective_from": stamp(timezone.now() - timedelta(days=2)),
+        "multiplier-shown_at": stamp(timezone.now()),
+    }
+
+    first = admin_client.post(PAGE, fields)
+    assert 'id="past-date-warning"' in first.content.decode()
+    assert not ClassMultiplier.objects.exists()
+
+    assert admin_client.post(PAGE, fields | {"confirm": "yes"}).status_code == 302
+    assert ClassMultiplier.objects.get().multiplier == Decimal("2")
+
+
+def test_a_post_without_a_known_kind_is_a_bad_request(admin_client):
+    response = admin_client.post(PAGE, {"kind": "discount"})
+
+    assert response.status_code == 400
+    assert b"kind" in response.content
