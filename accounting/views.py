@@ -40,7 +40,10 @@ def chargeback_page(request: HttpRequest) -> HttpResponse:
         raise PermissionDenied("Chargeback is for finance and platform admins.")
     params = request.GET
     now = timezone.now()
-    context: dict[str, object] = {"drill_keys": DRILL_KEYS}
+    context: dict[str, object] = {
+        "drill_keys": DRILL_KEYS,
+        "can_read_prices": access.can_read_prices(request.user),
+    }
     try:
         period = parse_period(params.get("start"), params.get("end"), now)
     except ParameterError as error:

@@ -3,6 +3,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from accounting.urls import price_urlpatterns
 from gpuplatform import views
 from queues.metrics import metrics_view
 
@@ -12,6 +13,7 @@ urlpatterns = [
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("chargeback/", include("accounting.urls")),
     path("dashboards/", include("dashboards.urls")),
+    path("manage/prices/", include(price_urlpatterns)),  # before queues' manage/<slug>/
     path("api/v1/", include("accounting.api.urls")),
     path("", include("queues.urls")),
     path("admin/", admin.site.urls),

@@ -66,3 +66,10 @@ def test_team_admin_cannot_open_the_finance_page(client, team_admin_a):
     client.force_login(team_admin_a)
 
     assert client.get(PAGE).status_code == 403
+
+
+def test_finance_reaches_the_price_list_from_the_finance_page(usage, client, finance_user):
+    html = page(client, finance_user, **MARCH)
+
+    assert 'href="/manage/prices/"' in html
+    assert client.get("/manage/prices/").status_code == 200

@@ -11,20 +11,11 @@ import pytest
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
-from django.urls import include, path
 from django.utils import timezone
 
-import accounting.urls
 from accounting.models import ClassMultiplier, FlavorPrice
 from audit.models import AuditEntry
 from queues.models import Flavor, ServiceClass
-
-# The page's route, mounted ahead of the site's routes until gpuplatform/urls.py includes it.
-urlpatterns = [
-    path("manage/prices/", include(accounting.urls.price_urlpatterns)),
-    path("", include("gpuplatform.urls")),
-]
-pytestmark = pytest.mark.urls(__name__)
 
 PAGE = "/manage/prices/"
 LONG_AGO = datetime(2020, 1, 1, tzinfo=UTC)
