@@ -99,11 +99,22 @@ def test_a_closed_queue_is_refused(
 
 @pytest.mark.parametrize(
     "payload",
-    ['{"name": ', "not json", '{"workers": NaN}', "[1, 2]", '"just a string"'],
+    [
+        '{"name": ',
+        "not json",
+        '{"workers": NaN}',
+        "[1, 2]",
+        '"just a string"',
+        '{"queue": 1e999}',  # overflows to an infinite float
+        '{"workers": -1e999}',
+    ],
 )
-def test_malformed_json_is_400(api: Api, researcher_a: User, job_body: Body, payload: str) -> None:
-    response = api(researcher_a).post("/api/v1/jobs/", payload, content_type="application/json")
-    assert response.status_code == 400
+@pytest.mark.parametrize("path", ["/api/v1/jobs/", "/api/v1/jobs/estimate/"])
+def test_malformed_json_is_400(
+    api: Api, researcher_a: User, job_body: Body, payload: str, path: str
+) -> None:
+    response = api(researcher_a).post(path, payload, content_type="application/json")
+    assert response.status_code == 400, response.content
 
 
 @pytest.mark.parametrize(
