@@ -132,3 +132,12 @@ def test_job_change_page_shows_the_job_and_its_events(
     html = admin_client_.get(f"/admin/queues/job/{job.pk}/change/").content.decode()
     assert "vision-train" in html
     assert "submitted by rae" in html
+
+
+def test_admin_offers_only_the_hashed_api_tokens(client: Client) -> None:
+    """DRF's own token app stores keys in plain text and authenticates nothing here: the admin
+    must not offer to create such tokens next to the real (hashed) ones."""
+    client.force_login(User.objects.create_superuser("root", password="x"))
+    index = client.get("/admin/").content.decode()
+    assert "/admin/tokens/apitoken/" in index
+    assert "/admin/authtoken/" not in index
