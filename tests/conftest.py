@@ -8,7 +8,7 @@ Personas: ``platform_admin``, ``researcher_a`` (member of team A), ``team_admin_
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -135,3 +135,24 @@ def make_job(service_class_std: ServiceClass, flavor_h100: Flavor) -> Callable[.
         return job
 
     return make
+
+
+# --- Browser (tests marked ``browser``) ---------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """Debian's Chromium, one per test module (skipped without it; in CI, a failure)."""
+    from tests.browser import launch_chromium
+
+    with launch_chromium() as chromium:
+        yield chromium
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    """A fresh page (own cookies), 1280 x 900."""
+    from tests.browser import new_page
+
+    with new_page(browser) as fresh:
+        yield fresh
