@@ -141,3 +141,25 @@ def test_admin_offers_only_the_hashed_api_tokens(client: Client) -> None:
     index = client.get("/admin/").content.decode()
     assert "/admin/tokens/apitoken/" in index
     assert "/admin/authtoken/" not in index
+
+
+def _queries_to_list(client: Client, url: str) -> int:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as queries:
+        assert client.get(url).status_code == 200
+    return len(queries)
+
+
+@pytest.mark.parametrize("url", ["/admin/queues/queue/", "/admin/queues/job/"])
+def test_admin_lists_read_a_fixed_number_of_queries_however_many_queues(
+    admin_client_: Client, queue_a: Any, url: str
+) -> None:
+    from queues.models import Cohort, Queue
+
+    cohort = Cohort.objects.get(queues=queue_a)
+    few = _queries_to_list(admin_client_, url)
+    for i in range(10):
+        Queue.objects.create(team=queue_a.team, name=f"extra-{i}", cohort=cohort)
+    assert _queries_to_list(admin_client_, url) == few
