@@ -172,6 +172,15 @@ def test_bad_quota_is_400_naming_the_field(
         ("memberships", {"user": "nobody", "team": "team-a"}, "user"),
         ("memberships", {"user": "rae-researcher-a", "team": "team-a", "role": "boss"}, "role"),
         ("memberships", {"user": "rae-researcher-a", "team": "team-a"}, "non_field_errors"),
+        # a number is a wrong type for a name, not a name
+        ("teams", {"name": 7}, "name"),
+        ("teams", {"name": "team-c", "description": 1.5}, "description"),
+        ("cohorts", {"name": 0}, "name"),
+        ("queues", {"team": "team-a", "name": 3}, "name"),
+        ("flavors", {"name": 100, "resource": "nvidia.com/gpu"}, "name"),
+        ("service-classes", {"name": 12, "priority": 5}, "name"),
+        ("clusters", {"name": 9, "driver": "simulated"}, "name"),
+        ("tokens", {"name": -1}, "name"),
     ],
 )  # fmt: skip
 def test_bad_catalog_input_is_400_naming_the_field(
