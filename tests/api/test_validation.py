@@ -198,6 +198,8 @@ def test_bad_catalog_input_is_400_naming_the_field(
         {"queue": str(HUGE)},
         {"queue": "abc"},
         {"submitted_after": "yesterday"},
+        {"submitted_after": "0001-01-01T00:00:00+01:00"},  # before year 1 in UTC
+        {"submitted_before": "9999-12-31T23:00:00-05:00"},  # after year 9999 in UTC
         {"owner": "a\x00b"},
         {"page": "0"},
         {"page_size": str(HUGE)},
