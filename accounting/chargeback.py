@@ -78,7 +78,12 @@ def parse_moment(parameter: str, value: str) -> datetime:
         )
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC)
+    try:
+        return moment.astimezone(UTC)
+    except OverflowError:
+        raise ParameterError(
+            parameter, f"{parameter}={value!r} is outside the years 1 to 9999 in UTC."
+        ) from None
 
 
 def parse_period(start: str | None, end: str | None, now: datetime) -> Period:

@@ -238,22 +238,8 @@ def can_manage_platform(user: User) -> bool:
     return is_platform_admin(user)
 
 
-def managed_teams(user: User) -> QuerySet[Team]:
-    """Teams whose membership the user may edit: every team for platform admins, else the
-    teams where the user is a team admin."""
-    from queues.models import Membership, Team
-
-    if is_platform_admin(user):
-        return Team.objects.all()
-    if not user.is_authenticated:
-        return Team.objects.none()
-    return Team.objects.filter(
-        memberships__user=user, memberships__role=Membership.Role.TEAM_ADMIN
-    ).distinct()
-
-
 def can_open_manage_pages(user: User) -> bool:
-    return is_platform_admin(user) or managed_teams(user).exists()
+    return is_platform_admin(user) or manageable_teams(user).exists()
 
 
 def require_platform_admin(user: User) -> None:
@@ -289,7 +275,7 @@ def visible_queue_or_404(user: User, pk: int) -> Queue:
 
 def managed_team_or_404(user: User, pk: int) -> Team:
     """A team whose membership the user may edit; any other team is 404."""
-    return get_object_or_404(managed_teams(user), pk=pk)
+    return get_object_or_404(manageable_teams(user), pk=pk)
 
 
 @dataclass(frozen=True)

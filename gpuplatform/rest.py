@@ -6,14 +6,22 @@ exception handler that turns domain errors into 4xx answers instead of 500s.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, TypeVar
 
 from django.conf import settings
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.db import DataError, IntegrityError
+from django.db import DataError, IntegrityError, models
 from django.db.models import ProtectedError, RestrictedError
-from rest_framework import exceptions, fields, pagination, permissions, status, throttling
+from rest_framework import (
+    exceptions,
+    fields,
+    pagination,
+    permissions,
+    serializers,
+    status,
+    throttling,
+)
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -118,6 +126,20 @@ class StrictCharField(fields.CharField):
         if not isinstance(data, str):
             self.fail("invalid")
         return str(super().to_internal_value(data))
+
+
+_Model = TypeVar("_Model", bound=models.Model)
+
+
+class StrictModelSerializer(serializers.ModelSerializer[_Model]):
+    """A ModelSerializer whose generated text fields are StrictCharFields: ``{"name": 7}`` is a
+    400 naming the field, not a team called "7"."""
+
+    serializer_field_mapping = {
+        **serializers.ModelSerializer.serializer_field_mapping,
+        models.CharField: StrictCharField,
+        models.TextField: StrictCharField,
+    }
 
 
 class StringMapField(fields.DictField):

@@ -8,14 +8,27 @@ Personas: ``platform_admin``, ``researcher_a`` (member of team A), ``team_admin_
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from datetime import datetime
 from typing import Any
 
 import pytest
 from django.contrib.auth.models import Group, User
 
 from gpuplatform.access import FINANCE_GROUP, PLATFORM_ADMIN_GROUP
-from queues.models import Cohort, Flavor, Job, Membership, Queue, Quota, ServiceClass, Team
+from queues.models import (
+    Cluster,
+    Cohort,
+    Flavor,
+    Job,
+    Membership,
+    Node,
+    Queue,
+    Quota,
+    ServiceClass,
+    Team,
+)
+from queues.services import CycleReport, run_cycle
 
 PASSWORD = "persona-password-123"
 
@@ -135,3 +148,51 @@ def make_job(service_class_std: ServiceClass, flavor_h100: Flavor) -> Callable[.
         return job
 
     return make
+
+
+@pytest.fixture
+def sim_cluster(flavor_h100: Flavor) -> Cluster:
+    """A simulated cluster with two 8-GPU H100 nodes, ``n1`` (rack r1) and ``n2`` (rack r2)."""
+    cluster = Cluster.objects.create(name="sim", driver=Cluster.Driver.SIMULATED)
+    for i in (1, 2):
+        Node.objects.create(
+            cluster=cluster,
+            name=f"n{i}",
+            capacity={"h100": 8},
+            labels={"rack": f"r{i}", "kubernetes.io/hostname": f"n{i}"},
+        )
+    return cluster
+
+
+@pytest.fixture
+def cycle(
+    django_capture_on_commit_callbacks: Callable[..., Any],
+) -> Callable[[datetime], CycleReport]:
+    """``cycle(at)``: one live cycle at ``at``, its after-commit side effects carried out."""
+
+    def run(at: datetime) -> CycleReport:
+        with django_capture_on_commit_callbacks(execute=True):
+            return run_cycle(now=at)
+
+    return run
+
+
+# --- Browser (tests marked ``browser``) ---------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """Debian's Chromium, one per test module (skipped without it; in CI, a failure)."""
+    from tests.browser import launch_chromium
+
+    with launch_chromium() as chromium:
+        yield chromium
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    """A fresh page (own cookies), 1280 x 900."""
+    from tests.browser import new_page
+
+    with new_page(browser) as fresh:
+        yield fresh

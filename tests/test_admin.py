@@ -132,3 +132,34 @@ def test_job_change_page_shows_the_job_and_its_events(
     html = admin_client_.get(f"/admin/queues/job/{job.pk}/change/").content.decode()
     assert "vision-train" in html
     assert "submitted by rae" in html
+
+
+def test_admin_offers_only_the_hashed_api_tokens(client: Client) -> None:
+    """DRF's own token app stores keys in plain text and authenticates nothing here: the admin
+    must not offer to create such tokens next to the real (hashed) ones."""
+    client.force_login(User.objects.create_superuser("root", password="x"))
+    index = client.get("/admin/").content.decode()
+    assert "/admin/tokens/apitoken/" in index
+    assert "/admin/authtoken/" not in index
+
+
+def _queries_to_list(client: Client, url: str) -> int:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as queries:
+        assert client.get(url).status_code == 200
+    return len(queries)
+
+
+@pytest.mark.parametrize("url", ["/admin/queues/queue/", "/admin/queues/job/"])
+def test_admin_lists_read_a_fixed_number_of_queries_however_many_queues(
+    admin_client_: Client, queue_a: Any, url: str
+) -> None:
+    from queues.models import Cohort, Queue
+
+    cohort = Cohort.objects.get(queues=queue_a)
+    few = _queries_to_list(admin_client_, url)
+    for i in range(10):
+        Queue.objects.create(team=queue_a.team, name=f"extra-{i}", cohort=cohort)
+    assert _queries_to_list(admin_client_, url) == few

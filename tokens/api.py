@@ -11,11 +11,11 @@ from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from gpuplatform.rest import reject_nul
+from gpuplatform.rest import StrictModelSerializer, reject_nul
 from tokens.models import ApiToken
 
 
-class ApiTokenSerializer(serializers.ModelSerializer[ApiToken]):
+class ApiTokenSerializer(StrictModelSerializer[ApiToken]):
     status = serializers.CharField(read_only=True, help_text="active, expired or revoked")
 
     class Meta:

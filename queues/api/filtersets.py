@@ -2,9 +2,34 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+from typing import Any
+
 import django_filters as filters
+from django.core.exceptions import ValidationError
+from django_filters.fields import IsoDateTimeField
 
 from queues.models import Job, Membership, Node, Queue
+
+
+class UtcIsoDateTimeField(IsoDateTimeField):
+    """An ISO 8601 date-time, converted to UTC here: one whose UTC instant falls outside the
+    years 1 to 9999 is a 400 naming the parameter (the database adapter would overflow)."""
+
+    def to_python(self, value: Any) -> datetime | None:
+        moment: datetime | None = super().to_python(value)
+        if moment is None:
+            return None
+        try:
+            return moment.astimezone(UTC)
+        except OverflowError:
+            raise ValidationError(
+                "This date-time is outside the years 1 to 9999 in UTC.", code="invalid"
+            ) from None
+
+
+class UtcIsoDateTimeFilter(filters.IsoDateTimeFilter):
+    field_class = UtcIsoDateTimeField
 
 
 class JobFilterSet(filters.FilterSet):
@@ -13,8 +38,8 @@ class JobFilterSet(filters.FilterSet):
     team = filters.CharFilter(field_name="queue__team__name", max_length=63)
     owner = filters.CharFilter(field_name="owner__username", max_length=150)
     service_class = filters.CharFilter(field_name="service_class__name", max_length=63)
-    submitted_after = filters.IsoDateTimeFilter(field_name="submitted_at", lookup_expr="gte")
-    submitted_before = filters.IsoDateTimeFilter(field_name="submitted_at", lookup_expr="lt")
+    submitted_after = UtcIsoDateTimeFilter(field_name="submitted_at", lookup_expr="gte")
+    submitted_before = UtcIsoDateTimeFilter(field_name="submitted_at", lookup_expr="lt")
 
     class Meta:
         model = Job

@@ -17,7 +17,7 @@ from django.db import transaction
 from rest_framework import serializers
 
 from gpuplatform import access
-from gpuplatform.rest import MAX_INT, StringMapField, bounded_int
+from gpuplatform.rest import MAX_INT, StrictModelSerializer, StringMapField, bounded_int
 from queues.models import (
     Cluster,
     Cohort,
@@ -64,14 +64,14 @@ class ModelCleanMixin:
         return attrs
 
 
-class TeamSerializer(serializers.ModelSerializer[Team]):
+class TeamSerializer(StrictModelSerializer[Team]):
     class Meta:
         model = Team
         fields = ["id", "name", "description", "created_at"]
         read_only_fields = ["created_at"]
 
 
-class MembershipSerializer(serializers.ModelSerializer[Membership]):
+class MembershipSerializer(StrictModelSerializer[Membership]):
     user = serializers.SlugRelatedField(
         slug_field="username", queryset=get_user_model().objects.all()
     )
@@ -98,13 +98,13 @@ class MembershipSerializer(serializers.ModelSerializer[Membership]):
         return attrs
 
 
-class CohortSerializer(serializers.ModelSerializer[Cohort]):
+class CohortSerializer(StrictModelSerializer[Cohort]):
     class Meta:
         model = Cohort
         fields = ["id", "name", "description"]
 
 
-class QuotaSerializer(ModelCleanMixin, serializers.ModelSerializer[Quota]):
+class QuotaSerializer(ModelCleanMixin, StrictModelSerializer[Quota]):
     flavor = serializers.SlugRelatedField(slug_field="name", queryset=Flavor.objects.all())
     nominal = bounded_int(help_text="GPUs (or slices) guaranteed to the queue.")
     borrowing_limit = bounded_int(
@@ -124,7 +124,7 @@ class QuotaSerializer(ModelCleanMixin, serializers.ModelSerializer[Quota]):
         validators: list[Any] = []  # (queue, flavor) uniqueness: checked by QueueSerializer
 
 
-class QueueSerializer(ModelCleanMixin, serializers.ModelSerializer[Queue]):
+class QueueSerializer(ModelCleanMixin, StrictModelSerializer[Queue]):
     team = serializers.SlugRelatedField(slug_field="name", queryset=Team.objects.all())
     cohort = serializers.SlugRelatedField(
         slug_field="name", queryset=Cohort.objects.all(), allow_null=True, required=False
@@ -193,7 +193,7 @@ class QueueSerializer(ModelCleanMixin, serializers.ModelSerializer[Queue]):
         return queue
 
 
-class FlavorSerializer(ModelCleanMixin, serializers.ModelSerializer[Flavor]):
+class FlavorSerializer(ModelCleanMixin, StrictModelSerializer[Flavor]):
     gpu_equivalent = serializers.FloatField(
         min_value=0.0,
         max_value=1.0,
@@ -217,7 +217,7 @@ class FlavorSerializer(ModelCleanMixin, serializers.ModelSerializer[Flavor]):
         ]
 
 
-class ServiceClassSerializer(ModelCleanMixin, serializers.ModelSerializer[ServiceClass]):
+class ServiceClassSerializer(ModelCleanMixin, StrictModelSerializer[ServiceClass]):
     priority = serializers.IntegerField(
         min_value=-MAX_INT, max_value=MAX_INT, required=False, help_text="Higher runs first."
     )
@@ -245,7 +245,7 @@ class ServiceClassSerializer(ModelCleanMixin, serializers.ModelSerializer[Servic
         ]
 
 
-class ClusterSerializer(ModelCleanMixin, serializers.ModelSerializer[Cluster]):
+class ClusterSerializer(ModelCleanMixin, StrictModelSerializer[Cluster]):
     """Connection secrets are write-only: responses say only whether they are set."""
 
     has_token = serializers.SerializerMethodField()
@@ -288,7 +288,7 @@ class ClusterSerializer(ModelCleanMixin, serializers.ModelSerializer[Cluster]):
         return bool(cluster.kubeconfig_path)
 
 
-class NodeSerializer(serializers.ModelSerializer[Node]):
+class NodeSerializer(StrictModelSerializer[Node]):
     cluster = serializers.SlugRelatedField(slug_field="name", read_only=True)
     labels = StringMapField(read_only=True)
     capacity = serializers.DictField(

@@ -237,6 +237,9 @@ def test_anonymous_caller_is_refused(usage):
         ({"group_by": "team,colour"}, "group_by"),
         ({"group_by": "team,team"}, "group_by"),
         ({"format": "xml"}, "format"),
+        # valid ISO date-times whose UTC instant falls outside the years 1 to 9999
+        ({"start": "0001-01-01T00:00:00+01:00"}, "start"),
+        ({"start": "2026-03-01", "end": "9999-12-31T23:00:00-05:00"}, "end"),
     ],
 )
 def test_bad_parameters_are_a_400_naming_the_parameter(finance_user, params, parameter):

@@ -11,7 +11,7 @@ from django.contrib.auth.models import User
 from django.core.cache import cache
 from rest_framework.test import APIClient
 
-from queues.models import Cluster, Flavor, Node, Queue, ServiceClass
+from queues.models import Cluster, Queue, ServiceClass
 from tokens.models import ApiToken
 
 
@@ -40,19 +40,6 @@ def api() -> Callable[[User | None], APIClient]:
         return client
 
     return make
-
-
-@pytest.fixture
-def sim_cluster(flavor_h100: Flavor) -> Cluster:
-    cluster = Cluster.objects.create(name="sim", driver=Cluster.Driver.SIMULATED)
-    for i in (1, 2):
-        Node.objects.create(
-            cluster=cluster,
-            name=f"n{i}",
-            capacity={"h100": 8},
-            labels={"rack": f"r{i}", "kubernetes.io/hostname": f"n{i}"},
-        )
-    return cluster
 
 
 @pytest.fixture

@@ -99,11 +99,22 @@ def test_a_closed_queue_is_refused(
 
 @pytest.mark.parametrize(
     "payload",
-    ['{"name": ', "not json", '{"workers": NaN}', "[1, 2]", '"just a string"'],
+    [
+        '{"name": ',
+        "not json",
+        '{"workers": NaN}',
+        "[1, 2]",
+        '"just a string"',
+        '{"queue": 1e999}',  # overflows to an infinite float
+        '{"workers": -1e999}',
+    ],
 )
-def test_malformed_json_is_400(api: Api, researcher_a: User, job_body: Body, payload: str) -> None:
-    response = api(researcher_a).post("/api/v1/jobs/", payload, content_type="application/json")
-    assert response.status_code == 400
+@pytest.mark.parametrize("path", ["/api/v1/jobs/", "/api/v1/jobs/estimate/"])
+def test_malformed_json_is_400(
+    api: Api, researcher_a: User, job_body: Body, payload: str, path: str
+) -> None:
+    response = api(researcher_a).post(path, payload, content_type="application/json")
+    assert response.status_code == 400, response.content
 
 
 @pytest.mark.parametrize(
@@ -161,6 +172,15 @@ def test_bad_quota_is_400_naming_the_field(
         ("memberships", {"user": "nobody", "team": "team-a"}, "user"),
         ("memberships", {"user": "rae-researcher-a", "team": "team-a", "role": "boss"}, "role"),
         ("memberships", {"user": "rae-researcher-a", "team": "team-a"}, "non_field_errors"),
+        # a number is a wrong type for a name, not a name
+        ("teams", {"name": 7}, "name"),
+        ("teams", {"name": "team-c", "description": 1.5}, "description"),
+        ("cohorts", {"name": 0}, "name"),
+        ("queues", {"team": "team-a", "name": 3}, "name"),
+        ("flavors", {"name": 100, "resource": "nvidia.com/gpu"}, "name"),
+        ("service-classes", {"name": 12, "priority": 5}, "name"),
+        ("clusters", {"name": 9, "driver": "simulated"}, "name"),
+        ("tokens", {"name": -1}, "name"),
     ],
 )  # fmt: skip
 def test_bad_catalog_input_is_400_naming_the_field(
@@ -178,6 +198,8 @@ def test_bad_catalog_input_is_400_naming_the_field(
         {"queue": str(HUGE)},
         {"queue": "abc"},
         {"submitted_after": "yesterday"},
+        {"submitted_after": "0001-01-01T00:00:00+01:00"},  # before year 1 in UTC
+        {"submitted_before": "9999-12-31T23:00:00-05:00"},  # after year 9999 in UTC
         {"owner": "a\x00b"},
         {"page": "0"},
         {"page_size": str(HUGE)},

@@ -13,7 +13,7 @@ import pytest
 from queues.models import (
     Job,
 )
-from queues.services import CycleReport, run_cycle, submit_job
+from queues.services import submit_job
 from tests.live.helpers import T0, build_world
 
 
@@ -67,19 +67,6 @@ def submit(world: SimpleNamespace) -> Callable[..., Job]:
         )
 
     return make
-
-
-@pytest.fixture
-def cycle(
-    django_capture_on_commit_callbacks: Callable[..., Any],
-) -> Callable[[datetime], CycleReport]:
-    """``cycle(at)``: one live cycle at ``at``, its after-commit side effects carried out."""
-
-    def run(at: datetime) -> CycleReport:
-        with django_capture_on_commit_callbacks(execute=True):
-            return run_cycle(now=at)
-
-    return run
 
 
 @pytest.fixture

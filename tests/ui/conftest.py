@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 
-from queues.models import Cluster, Flavor, Job, Node, Queue, ServiceClass
-from queues.services import CycleReport, run_cycle, submit_job
+from queues.models import Flavor, Job, Queue, ServiceClass
+from queues.services import submit_job
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 
@@ -40,19 +40,6 @@ def spot(db: None) -> ServiceClass:
 
 
 @pytest.fixture
-def sim_cluster(flavor_h100: Flavor) -> Cluster:
-    cluster = Cluster.objects.create(name="sim", driver=Cluster.Driver.SIMULATED)
-    for i in (1, 2):
-        Node.objects.create(
-            cluster=cluster,
-            name=f"n{i}",
-            capacity={"h100": 8},
-            labels={"rack": f"r{i}", "kubernetes.io/hostname": f"n{i}"},
-        )
-    return cluster
-
-
-@pytest.fixture
 def submit(
     researcher_a: User, researcher_b: User, queue_a: Queue, queue_b: Queue,
     service_class_std: ServiceClass, flavor_h100: Flavor,
@@ -78,16 +65,3 @@ def submit(
         )
 
     return make
-
-
-@pytest.fixture
-def cycle(
-    django_capture_on_commit_callbacks: Callable[..., Any],
-) -> Callable[[datetime], CycleReport]:
-    """``cycle(at)``: one live cycle at ``at``, its after-commit side effects carried out."""
-
-    def run(at: datetime) -> CycleReport:
-        with django_capture_on_commit_callbacks(execute=True):
-            return run_cycle(now=at)
-
-    return run

@@ -5,10 +5,7 @@ artifacts/screenshots/ (gitignored)."""
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,51 +14,9 @@ from django.utils import timezone
 
 from queues.models import Cluster, Flavor, Job, Queue, ServiceClass
 from queues.services import run_cycle, submit_job
+from tests.browser import screenshot
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-CHROMIUM = Path("/usr/bin/chromium")
-SCREENSHOTS = Path(__file__).resolve().parents[2] / "artifacts" / "screenshots"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    if not CHROMIUM.exists():
-        pytest.skip("Debian's Chromium (/usr/bin/chromium) is not installed")
-    from playwright.sync_api import sync_playwright
-
-    # Playwright's sync API keeps an event loop in this thread; the ORM calls the tests make
-    # between page actions are still synchronous, so tell Django they are safe.
-    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(
-            executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS
-        )
-        yield chromium
-        chromium.close()
-    os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
-
-
-@pytest.fixture
-def page(browser: Any) -> Iterator[Any]:
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    page = context.new_page()
-    page.set_default_timeout(10_000)
-    yield page
-    context.close()
-
-
-def shot(page: Any, name: str) -> None:
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
 
 
 def log_in(page: Any, base: str, user: User, password: str) -> None:
@@ -94,7 +49,7 @@ def test_researcher_submits_sees_it_run_reads_why_the_next_waits_and_cancels(
     fill_job(page, "resnet-train", workers=1, gpus=8)
     estimate = page.locator("#estimate")
     estimate.get_by_text("Would start now within the queue's quota").wait_for()
-    shot(page, "submit")
+    screenshot(page, "submit")
     page.get_by_role("button", name="Submit job").click()
     page.wait_for_url("**/jobs/*/")
     assert page.locator("#job-state").inner_text() == "Pending"
@@ -106,7 +61,7 @@ def test_researcher_submits_sees_it_run_reads_why_the_next_waits_and_cancels(
     page.reload()
     assert page.locator("#job-state").inner_text() == "Running"
     assert "Cluster sim" in page.locator("#placement").inner_text()
-    shot(page, "job-running")
+    screenshot(page, "job-running")
 
     page.goto(f"{base}/submit/")
     fill_job(page, "llm-big", workers=2, gpus=8)
@@ -119,13 +74,13 @@ def test_researcher_submits_sees_it_run_reads_why_the_next_waits_and_cancels(
     assert why.startswith("#1 in queue team-a/main.")
     assert "uses 8 of 8 h100" in why and "this job needs 16" in why
     assert "Estimated start:" in why
-    shot(page, "job-pending-why")
+    screenshot(page, "job-pending-why")
 
     page.goto(f"{base}/queues/{queue_a.pk}/")
     assert "llm-big" in page.locator("#pending").inner_text()
-    shot(page, "queue")
+    screenshot(page, "queue")
     page.goto(f"{base}/jobs/")
-    shot(page, "jobs")
+    screenshot(page, "jobs")
 
     page.goto(f"{base}/jobs/")
     page.get_by_role("link", name="llm-big").click()
@@ -152,7 +107,7 @@ def test_admin_changes_a_quota_and_sees_the_history_entry(
     assert "Saved queue team-a/main" in page.locator(".messages").inner_text()
     history = page.locator("#history").inner_text()
     assert "pat-admin" in history and "nominal" in history and "8 → 12" in history
-    shot(page, "manage-queue")
+    screenshot(page, "manage-queue")
 
 
 def test_researcher_cannot_reach_admin_pages(
@@ -187,7 +142,7 @@ def test_admin_lowering_a_quota_below_usage_confirms_first(
     warning.wait_for()
     assert f"holder (#{job.pk})" in warning.inner_text()
     assert "may be preempted" in warning.inner_text()
-    shot(page, "manage-quota-confirm")
+    screenshot(page, "manage-quota-confirm")
     assert queue_a.quotas.get().nominal == 8  # not saved yet
     warning.get_by_role("button", name="Save anyway").click()
     page.wait_for_load_state()

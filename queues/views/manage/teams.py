@@ -26,7 +26,7 @@ MEMBER_FIELDS = ("user", "role")
 def team_list(request: HttpRequest) -> HttpResponse:
     if not access.can_open_manage_pages(request.user):
         raise PermissionDenied("Only platform admins and team admins manage teams.")
-    teams = access.managed_teams(request.user).prefetch_related("memberships__user")
+    teams = access.manageable_teams(request.user).prefetch_related("memberships__user")
     return render(
         request,
         "manage/team_list.html",
