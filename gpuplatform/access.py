@@ -212,6 +212,23 @@ def can_edit_prices(user: User) -> bool:
     return is_platform_admin(user)
 
 
+# --- dashboards -------------------------------------------------------------------------------
+def can_view_platform_dashboards(user: User) -> bool:
+    """Cluster-wide dashboards (usage, quotas, MIG map, queue health, charges): platform admins
+    and finance."""
+    return sees_all_accounting(user)
+
+
+def dashboard_teams(user: User) -> QuerySet[Team]:
+    """Teams whose team dashboard the user may open: every team for platform admins and
+    finance, their own teams for everyone else."""
+    return visible_teams(user)
+
+
+def can_view_dashboards(user: User) -> bool:
+    return can_view_platform_dashboards(user) or member_teams(user).exists()
+
+
 def can_use_admin_site(user: User) -> bool:
     return is_platform_admin(user)
 
@@ -294,6 +311,8 @@ def navigation(user: User) -> list[NavItem]:
         ]
     if can_view_chargeback(user):
         items.append(NavItem("Chargeback", "chargeback"))
+    if can_view_dashboards(user):
+        items.append(NavItem("Dashboards", "dashboards"))
     if can_open_manage_pages(user):
         items.append(NavItem("Manage", "manage"))
     if can_use_admin_site(user):

@@ -53,6 +53,7 @@ INSTALLED_APPS = [
     "accounting",
     "audit",
     "tokens",
+    "dashboards",
 ]
 
 MIDDLEWARE = [
@@ -246,6 +247,11 @@ CELERY_BEAT_SCHEDULE = {
     "close-last-month": {
         "task": "accounting.tasks.close_last_month",
         "schedule": crontab(minute=30, hour=0, day_of_month="1"),
+    },
+    "dashboards-rollup": {  # usage and capacity time series of the dashboards (idempotent)
+        "task": "dashboards.tasks.roll_up",
+        "schedule": timedelta(seconds=max(CYCLE_INTERVAL, 60)),
+        "options": {"expires": max(CYCLE_INTERVAL, 60)},
     },
 }
 

@@ -11,6 +11,7 @@ urlpatterns = [
     path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("chargeback/", include("accounting.urls")),
+    path("dashboards/", include("dashboards.urls")),
     path("api/v1/", include("accounting.api.urls")),
     path("", include("queues.urls")),
     path("admin/", admin.site.urls),

@@ -70,13 +70,17 @@ def test_logout_ends_the_session(client: Client, researcher_a: User) -> None:
 
 
 def test_researcher_navigation_shows_submit_jobs_queues(client: Client, researcher_a: User) -> None:
-    assert nav_labels(logged_in(client, researcher_a)) == RESEARCHER_LINKS
+    assert nav_labels(logged_in(client, researcher_a)) == [*RESEARCHER_LINKS, "Dashboards"]
 
 
 def test_team_admin_navigation_adds_manage_for_membership(
     client: Client, team_admin_a: User
 ) -> None:
-    assert nav_labels(logged_in(client, team_admin_a)) == [*RESEARCHER_LINKS, "Manage"]
+    assert nav_labels(logged_in(client, team_admin_a)) == [
+        *RESEARCHER_LINKS,
+        "Dashboards",
+        "Manage",
+    ]
 
 
 def test_platform_admin_navigation_adds_chargeback_and_admin(
@@ -85,13 +89,16 @@ def test_platform_admin_navigation_adds_chargeback_and_admin(
     assert nav_labels(logged_in(client, platform_admin)) == [
         *RESEARCHER_LINKS,
         "Chargeback",
+        "Dashboards",
         "Manage",
         "Admin",
     ]
 
 
-def test_finance_navigation_shows_only_chargeback(client: Client, finance_user: User) -> None:
-    assert nav_labels(logged_in(client, finance_user)) == ["Chargeback"]
+def test_finance_navigation_shows_only_chargeback_and_dashboards(
+    client: Client, finance_user: User
+) -> None:
+    assert nav_labels(logged_in(client, finance_user)) == ["Chargeback", "Dashboards"]
 
 
 def test_outsider_navigation_is_empty(client: Client, outsider: User) -> None:

@@ -1,0 +1,155 @@
+"""Plain data the figure builders take: frozen dataclasses, no Django, no ORM.
+
+`dashboards.data` fills them from the database; `dashboards.figures` turns them into Plotly
+figure dicts. Quantities are GPU-equivalents (a whole GPU is 1, a k-slice MIG k/7) unless a
+field says units (GPUs or MIG slices of one flavor).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import date, datetime
+
+
+@dataclass(frozen=True)
+class UsageSeries:
+    """Average GPU-equivalents in use per bucket, stacked by `stacks` (team or flavor)."""
+
+    range_label: str  # "last day"
+    bucket_seconds: int
+    buckets: tuple[datetime, ...]
+    stacks: dict[str, tuple[float, ...]]  # name -> one value per bucket
+    capacity: tuple[float | None, ...] = ()  # None: no sample in that bucket
+    failed: tuple[float | None, ...] = ()
+    stacked_by: str = "team"
+
+
+@dataclass(frozen=True)
+class FlavorUtilization:
+    flavor: str
+    capacity: int  # units on every node
+    used: int  # units held by admitted, running or stopping jobs
+    failed: int  # units on nodes that are not Ready
+
+    @property
+    def free(self) -> int:
+        return max(0, self.capacity - self.used - self.failed)
+
+    @property
+    def percent_used(self) -> float:
+        usable = self.capacity - self.failed
+        return round(100.0 * self.used / usable, 1) if usable > 0 else 0.0
+
+
+@dataclass(frozen=True)
+class QuotaRow:
+    queue: str  # team/queue
+    flavor: str
+    nominal: int
+    used: int
+    borrowed: int
+    lent: int
+
+
+@dataclass(frozen=True)
+class FairShareRow:
+    queue: str
+    weight: float
+    decayed_usage_hours: float  # H(q) in GPU-equivalent-hours
+    usage_fraction: float  # of all queues' decayed usage
+    share_fraction: float  # weight / sum of weights
+    factor: float  # 2^(-usage_fraction/share_fraction); 0.5: exactly at its share
+    score: float  # (H/tau + U)/weight, lower runs first
+    current_usage: float  # U(q), GPU-equivalents
+    pending: int
+
+    @property
+    def over_share(self) -> bool:
+        """Used more than its share of the decayed usage (factor below 0.5)."""
+        return self.factor < 0.5
+
+    @property
+    def starved(self) -> bool:
+        """Has jobs waiting although it used no more than its share."""
+        return self.pending > 0 and self.factor >= 0.5
+
+
+@dataclass(frozen=True)
+class Slot:
+    """One GPU or MIG slice: free (team None), or held by a job."""
+
+    team: str | None = None
+    job: str | None = None  # "#12 train"
+
+
+@dataclass(frozen=True)
+class NodeSlots:
+    node: str  # cluster/node
+    flavor: str
+    mig_config: str  # the node's nvidia.com/mig.config label, "" if none
+    ready: bool
+    is_mig: bool
+    slots: tuple[Slot, ...]
+
+
+@dataclass(frozen=True)
+class WaitRow:
+    queue: str
+    service_class: str
+    pending: int
+    started: int  # jobs that started in the window (the wait samples)
+    p50_minutes: float | None
+    p95_minutes: float | None
+
+
+@dataclass(frozen=True)
+class PreemptionSeries:
+    days: tuple[date, ...]
+    by_reason: dict[str, tuple[int, ...]]
+
+
+@dataclass(frozen=True)
+class MonthlyCosts:
+    currency: str
+    months: tuple[str, ...]  # "2026-03"
+    by_group: dict[str, tuple[float, ...]]  # team (or flavor) -> cost per month
+
+
+@dataclass(frozen=True)
+class BurnDown:
+    team: str
+    currency: str
+    budget: float
+    days: tuple[date, ...]  # day ends shown so far (UTC)
+    remaining: tuple[float, ...]  # budget minus month-to-date cost at each day's end
+    ideal: tuple[float, ...]  # an even spend over the whole month
+
+
+@dataclass(frozen=True)
+class TeamJob:
+    job_id: int
+    name: str
+    queue: str
+    owner: str
+    position: int  # in its queue's rank order
+    pending_in_queue: int
+    message: str
+    mine: bool = False
+
+
+@dataclass(frozen=True)
+class Notes:
+    """Messages shown above a dashboard's charts (e.g. a missing price)."""
+
+    items: list[str] = field(default_factory=list)
+
+
+def percentile(values: Sequence[float], p: float) -> float | None:
+    """Nearest-rank percentile (p in 0..100) of `values`; None when there are none."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    rank = max(1, math.ceil(p / 100.0 * len(ordered)))
+    return ordered[rank - 1]

@@ -1,0 +1,184 @@
+"""Fill the dashboards' time series: usage from the accounting ledger, capacity from Node rows.
+
+The hook: `record_cycle(now)`, called at the end of each scheduling cycle (after
+`accounting.services.accrue_usage(now)`) or by the periodic task `dashboards.tasks.roll_up`.
+
+Usage (`roll_up_usage`): hourly and 5-minute buckets are RECOMPUTED from the ledger from the
+earliest hour that may have changed since the last run -- the previous run's time, or the start
+of any ledger row added since (a run recorded late) -- onward. Recomputing instead of adding
+makes a re-run (or a crash half-way) harmless. 5-minute buckets are kept for the last
+`FIVE_MINUTE_RETENTION` only (the hour and day views); hourly buckets are kept.
+
+Capacity (`sample_capacity`): per cluster and flavor, GPU-equivalents on all nodes and on nodes
+that are not Ready, stored as the largest value seen in each bucket.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from datetime import UTC, datetime, timedelta
+
+from django.db import transaction
+from django.db.models import Min
+
+from accounting.models import UsageRecord
+from dashboards.models import FIVE_MINUTES, ONE_HOUR, CapacitySample, RollupMark, UsageRollup
+from queues.models import Flavor, Node
+
+USAGE_MARK = "usage"
+FIVE_MINUTE_RETENTION = timedelta(days=3)
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+Key = tuple[datetime, int, int, int]  # bucket start, team, flavor, cluster
+
+
+def floor_to(moment: datetime, seconds: int) -> datetime:
+    """The start of the `seconds`-long UTC bucket holding `moment`."""
+    offset = int((moment - EPOCH).total_seconds()) // seconds * seconds
+    return EPOCH + timedelta(seconds=offset)
+
+
+def split_into_buckets(
+    start: datetime, end: datetime, seconds: int, lower: datetime | None = None
+) -> list[tuple[datetime, float]]:
+    """(bucket start, seconds of [start, end) inside it), from `lower` on when given."""
+    begin = max(start, lower) if lower is not None else start
+    out: list[tuple[datetime, float]] = []
+    bucket = floor_to(begin, seconds)
+    step = timedelta(seconds=seconds)
+    while bucket < end:
+        overlap = (min(end, bucket + step) - max(begin, bucket)).total_seconds()
+        if overlap > 0:
+            out.append((bucket, overlap))
+        bucket += step
+    return out
+
+
+def roll_up_usage(now: datetime) -> int:
+    """Bring the usage rollups up to date with the ledger; returns the rollup rows written."""
+    with transaction.atomic():
+        mark, _ = RollupMark.objects.select_for_update().get_or_create(name=USAGE_MARK)
+        newest = UsageRecord.objects.order_by("-pk").values_list("pk", flat=True).first() or 0
+        added = UsageRecord.objects.filter(pk__gt=mark.last_record_id)
+        earliest_added = added.aggregate(first=Min("start"))["first"]
+        candidates = [m for m in (mark.at, earliest_added) if m is not None]
+        if not candidates:
+            return 0  # an empty ledger
+        since = floor_to(min(candidates), ONE_HOUR)  # whole hours: both sizes start together
+        written = _recompute(since, keep_five_minutes_from=now - FIVE_MINUTE_RETENTION)
+        UsageRollup.objects.filter(
+            bucket_seconds=FIVE_MINUTES, bucket_start__lt=now - FIVE_MINUTE_RETENTION
+        ).delete()
+        mark.at = max(now, mark.at) if mark.at is not None else now
+        mark.last_record_id = max(newest, mark.last_record_id)
+        mark.save()
+    return written
+
+
+def rebuild_usage_rollups(now: datetime) -> int:
+    """Forget the mark and roll up the whole ledger again (after an import or a repair)."""
+    RollupMark.objects.filter(name=USAGE_MARK).delete()
+    UsageRollup.objects.all().delete()
+    return roll_up_usage(now)
+
+
+def _recompute(since: datetime, keep_five_minutes_from: datetime) -> int:
+    """Recompute every bucket from `since` on from the ledger rows that reach past it: hourly
+    buckets always, 5-minute buckets only where they are kept."""
+    five_from = max(since, floor_to(keep_five_minutes_from, FIVE_MINUTES))
+    rows = UsageRecord.objects.filter(end__gt=since).values_list(
+        "team_id", "flavor_id", "cluster_id", "units", "gpu_equivalent", "start", "end"
+    )
+    totals: dict[int, dict[Key, float]] = {FIVE_MINUTES: defaultdict(float), ONE_HOUR: {}}
+    hours: dict[Key, float] = defaultdict(float)
+    for team, flavor, cluster, units, geq, start, end in rows.iterator(chunk_size=2000):
+        rate = units * float(geq)
+        for bucket, seconds in split_into_buckets(start, end, ONE_HOUR, since):
+            hours[(bucket, team, flavor, cluster)] += rate * seconds
+        if end > five_from:
+            five = totals[FIVE_MINUTES]
+            for bucket, seconds in split_into_buckets(start, end, FIVE_MINUTES, five_from):
+                five[(bucket, team, flavor, cluster)] += rate * seconds
+    totals[ONE_HOUR] = hours
+    UsageRollup.objects.filter(bucket_seconds=ONE_HOUR, bucket_start__gte=since).delete()
+    UsageRollup.objects.filter(bucket_seconds=FIVE_MINUTES, bucket_start__gte=five_from).delete()
+    new = [
+        UsageRollup(
+            bucket_start=bucket,
+            bucket_seconds=size,
+            team_id=team,
+            flavor_id=flavor,
+            cluster_id=cluster,
+            gpu_equivalent_seconds=value,
+        )
+        for size, values in totals.items()
+        for (bucket, team, flavor, cluster), value in values.items()
+        if value > 0
+    ]
+    UsageRollup.objects.bulk_create(new, batch_size=2000)
+    return len(new)
+
+
+def sample_capacity(now: datetime) -> int:
+    """Record the nodes' capacity and failed capacity now; returns the samples touched."""
+    geq = dict(Flavor.objects.values_list("pk", "gpu_equivalent"))
+    flavor_ids = dict(Flavor.objects.values_list("name", "pk"))
+    capacity: dict[tuple[int, int], float] = defaultdict(float)
+    failed: dict[tuple[int, int], float] = defaultdict(float)
+    for cluster_id, units_by_flavor, ready in Node.objects.values_list(
+        "cluster_id", "capacity", "ready"
+    ):
+        for name, units in (units_by_flavor or {}).items():
+            flavor_id = flavor_ids.get(name)
+            if flavor_id is None:
+                continue
+            key = (cluster_id, flavor_id)
+            capacity[key] += units * geq[flavor_id]
+            if not ready:
+                failed[key] += units * geq[flavor_id]
+    touched = 0
+    with transaction.atomic():
+        for size in (FIVE_MINUTES, ONE_HOUR):
+            bucket = floor_to(now, size)
+            existing = {
+                (s.cluster_id, s.flavor_id): s
+                for s in CapacitySample.objects.select_for_update().filter(
+                    bucket_seconds=size, bucket_start=bucket
+                )
+            }
+            new, changed = [], []
+            for key, total in capacity.items():
+                sample = existing.get(key)
+                if sample is None:
+                    new.append(
+                        CapacitySample(
+                            bucket_start=bucket,
+                            bucket_seconds=size,
+                            cluster_id=key[0],
+                            flavor_id=key[1],
+                            capacity_gpu_equivalent=total,
+                            failed_gpu_equivalent=failed[key],
+                        )
+                    )
+                elif (
+                    total > sample.capacity_gpu_equivalent
+                    or failed[key] > sample.failed_gpu_equivalent
+                ):
+                    sample.capacity_gpu_equivalent = max(total, sample.capacity_gpu_equivalent)
+                    sample.failed_gpu_equivalent = max(failed[key], sample.failed_gpu_equivalent)
+                    changed.append(sample)
+            CapacitySample.objects.bulk_create(new)
+            CapacitySample.objects.bulk_update(
+                changed, ["capacity_gpu_equivalent", "failed_gpu_equivalent"]
+            )
+            touched += len(new) + len(changed)
+    return touched
+
+
+def record_cycle(now: datetime) -> None:
+    """The cycle hook: roll up the ledger and sample capacity at `now`. Two callers (the cycle
+    and the periodic task) take turns on the mark's row lock, so they never interleave."""
+    with transaction.atomic():
+        RollupMark.objects.select_for_update().get_or_create(name=USAGE_MARK)
+        roll_up_usage(now)
+        sample_capacity(now)

@@ -1,0 +1,332 @@
+"""Dashboard pages and the JSON endpoints that refresh them.
+
+Each dashboard is one `build` function: (request, now, range) -> payload, the same payload the
+page embeds and `/dashboards/<slug>/data/` returns: `charts` (id, Plotly figure, table fallback),
+`tables` (plain tables shown under the charts) and `notes`. Access per role through
+gpuplatform.access: cluster-wide dashboards for platform admins and finance; the team dashboard
+for the team's members (and admins and finance, for any team). Other teams are 404.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import plotly
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import get_object_or_404, render
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.http import require_GET
+
+from accounting import rating
+from dashboards import data, figures
+from dashboards.plain import FairShareRow, TeamJob
+from gpuplatform import access
+from queues.models import Team
+
+Payload = dict[str, Any]
+PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+REFRESH_SECONDS = 15
+
+
+class BadParameter(ValueError):
+    def __init__(self, parameter: str, message: str) -> None:
+        super().__init__(message)
+        self.parameter = parameter
+
+
+@dataclass(frozen=True)
+class Dashboard:
+    slug: str
+    title: str
+    description: str
+    build: Callable[[HttpRequest, datetime, data.Range], Payload]
+    has_range: bool = False
+    for_team: bool = False
+
+
+def _payload(
+    charts: list[dict[str, Any]],
+    tables: list[dict[str, Any]] | None = None,
+    notes: list[str] | None = None,
+) -> Payload:
+    return {"charts": charts, "tables": tables or [], "notes": notes or []}
+
+
+def _range(request: HttpRequest) -> data.Range:
+    name = request.GET.get("range", data.DEFAULT_RANGE)
+    if name not in data.RANGES:
+        raise BadParameter(
+            "range", f"range={name!r} is not a range; choose one of {', '.join(data.RANGES)}."
+        )
+    return data.RANGES[name]
+
+
+# --- the dashboards ---------------------------------------------------------------------------
+def build_cluster(request: HttpRequest, now: datetime, span: data.Range) -> Payload:
+    series = data.usage_series(now, span)
+    return _payload(
+        [
+            figures.chart("usage", figures.usage_over_time(series)),
+            figures.chart("flavors", figures.flavor_utilization(data.flavor_utilization(now))),
+        ]
+    )
+
+
+def _fair_share_table(rows: list[FairShareRow]) -> dict[str, Any]:
+    def status(row: FairShareRow) -> str:
+        if row.over_share:
+            return "over its share"
+        if row.starved:
+            return "starved: waiting while under its share"
+        return "within its share"
+
+    return {
+        "id": "fair-share",
+        "caption": "Fair share per queue: who is over and who is starved",
+        "columns": [
+            "Queue", "Weight", "Decayed usage (GPU-equivalent-hours)", "Usage share (%)",
+            "Fair share (%)", "Factor", "Score (lower runs first)",
+            "Current usage (GPU-equivalents)", "Pending jobs", "Status",
+        ],
+        "rows": [
+            [
+                r.queue, round(r.weight, 2), round(r.decayed_usage_hours, 2),
+                round(100 * r.usage_fraction, 2), round(100 * r.share_fraction, 2),
+                round(r.factor, 3), round(r.score, 3), round(r.current_usage, 3), r.pending,
+                status(r),
+            ]
+            for r in rows
+        ],
+    }  # fmt: skip
+
+
+def build_quotas(request: HttpRequest, now: datetime, span: data.Range) -> Payload:
+    statuses = data.all_queue_statuses(now)
+    fair = data.fair_share_rows(statuses)
+    return _payload(
+        [
+            figures.chart("quota", figures.quota_usage(data.quota_rows(statuses))),
+            figures.chart("factor", figures.fair_share_factors(fair)),
+            figures.chart("share", figures.usage_vs_share(fair)),
+        ],
+        [_fair_share_table(fair)],
+    )
+
+
+def build_mig(request: HttpRequest, now: datetime, span: data.Range) -> Payload:
+    nodes = data.node_slots(now)
+    mig = [n for n in nodes if n.is_mig]
+    whole = [n for n in nodes if not n.is_mig]
+    charts, notes = [], []
+    if mig:
+        charts.append(figures.chart("mig", figures.slice_map(mig, "MIG slices per node")))
+    else:
+        notes.append("No node exposes MIG slices.")
+    if whole:
+        charts.append(figures.chart("whole", figures.slice_map(whole, "Whole GPUs per node")))
+    return _payload(charts, notes=notes)
+
+
+def build_health(request: HttpRequest, now: datetime, span: data.Range) -> Payload:
+    waits = data.wait_rows(now, days=7)
+    return _payload(
+        [
+            figures.chart("pending", figures.pending_jobs(waits)),
+            figures.chart("waits", figures.wait_times(waits, days=7)),
+            figures.chart("preemptions", figures.preemptions(data.preemption_series(now))),
+        ]
+    )
+
+
+def build_charges(request: HttpRequest, now: datetime, span: data.Range) -> Payload:
+    try:
+        costs = data.monthly_costs(now, 6)
+        burns = data.burn_downs(now)
+    except rating.RatingError as error:
+        return _payload([], notes=[f"Charges cannot be computed: {error}"])
+    charts = [
+        figures.chart("team-costs", figures.monthly_costs(costs["team"], "team")),
+        figures.chart("flavor-costs", figures.monthly_costs(costs["flavor"], "flavor")),
+    ]
+    notes = []
+    if burns:
+        month = f"{rating.month_start(now):%Y-%m}"
+        charts.append(figures.chart("burn-down", figures.budget_burn_down(burns, month)))
+    else:
+        notes.append("No team has a budget for this month.")
+    return _payload(charts, notes=notes)
+
+
+def _jobs_table(jobs: list[TeamJob]) -> dict[str, Any]:
+    return {
+        "id": "positions",
+        "caption": "Pending jobs of the team and their place in the queue (yours marked)",
+        "columns": ["Job", "Queue", "Owner", "Position", "Why pending"],
+        "rows": [
+            [
+                f"#{j.job_id} {j.name}" + (" (yours)" if j.mine else ""),
+                j.queue,
+                j.owner,
+                f"{j.position} of {j.pending_in_queue}",
+                j.message,
+            ]
+            for j in jobs
+        ],
+    }
+
+
+def build_team(request: HttpRequest, now: datetime, span: data.Range) -> Payload:
+    team = team_of(request)
+    series = data.usage_series(now, span, team_ids=[team.pk], by="flavor", with_capacity=False)
+    statuses = data.team_statuses(team, now)
+    usage = figures.usage_over_time(series)
+    usage["layout"]["title"]["text"] = f"Team {team.name}: " + usage["layout"]["title"]["text"]
+    quota = figures.quota_usage(data.quota_rows(statuses))
+    quota["layout"]["title"]["text"] = f"Team {team.name}: quota per queue and flavor"
+    mine = {s.queue for s in statuses}
+    fair_rows = [r for r in data.fair_share_rows(data.all_queue_statuses(now)) if r.queue in mine]
+    fair = figures.fair_share_factors(fair_rows)
+    jobs = data.team_jobs(statuses, request.user.get_username())
+    return _payload(
+        [
+            figures.chart("usage", usage),
+            figures.chart("quota", quota),
+            figures.chart("factor", fair),
+        ],
+        [_jobs_table(jobs)],
+    )
+
+
+DASHBOARDS = {
+    d.slug: d
+    for d in (
+        Dashboard(
+            "cluster", "Cluster overview",
+            "GPUs allocated by team against capacity and failed GPUs; utilization per flavor.",
+            build_cluster, has_range=True,
+        ),
+        Dashboard(
+            "quotas", "Quotas and fair share",
+            "Nominal, used, borrowed and lent per queue; decayed usage and the fair-share factor.",
+            build_quotas,
+        ),
+        Dashboard(
+            "mig", "GPU and MIG slice map",
+            "Every GPU and MIG slice per node: free, or which team's job holds it.", build_mig,
+        ),
+        Dashboard(
+            "health", "Queue health",
+            "Pending jobs, wait times (p50/p95) and preemptions per day by reason.",
+            build_health,
+        ),
+        Dashboard(
+            "charges", "Charges",
+            "Cost per team and per flavor per month, and this month's budget burn-down.",
+            build_charges,
+        ),
+        Dashboard(
+            "team", "Team view",
+            "Your team's usage, quota and fair share, and where your jobs wait.",
+            build_team, has_range=True, for_team=True,
+        ),
+    )
+}  # fmt: skip
+
+
+# --- access -----------------------------------------------------------------------------------
+def team_of(request: HttpRequest) -> Team:
+    """The team the team dashboard shows: `?team=<id>` (404 if not visible), else the user's
+    first team."""
+    teams = access.dashboard_teams(request.user)
+    raw = request.GET.get("team")
+    if raw:
+        if not raw.isdigit():
+            raise BadParameter("team", f"team={raw!r} is not a team id.")
+        return get_object_or_404(teams, pk=int(raw))
+    first = access.member_teams(request.user).order_by("name").first() or teams.first()
+    if first is None:
+        raise Http404("No team to show.")
+    return first
+
+
+def _dashboard_for(request: HttpRequest, slug: str) -> Dashboard:
+    dashboard = DASHBOARDS.get(slug)
+    if dashboard is None:
+        raise Http404(f"No dashboard {slug!r}.")
+    user = request.user
+    allowed = (
+        access.dashboard_teams(user).exists()
+        if dashboard.for_team
+        else access.can_view_platform_dashboards(user)
+    )
+    if not allowed:
+        raise PermissionDenied("This dashboard is for platform admins and finance.")
+    return dashboard
+
+
+def _available(request: HttpRequest) -> list[Dashboard]:
+    platform = access.can_view_platform_dashboards(request.user)
+    teams = access.dashboard_teams(request.user).exists()
+    return [d for d in DASHBOARDS.values() if (teams if d.for_team else platform)]
+
+
+# --- views ------------------------------------------------------------------------------------
+@login_required
+@require_GET
+def index(request: HttpRequest) -> HttpResponse:
+    dashboards = _available(request)
+    if not dashboards:
+        raise PermissionDenied("Dashboards are for team members, platform admins and finance.")
+    return render(request, "dashboards/index.html", {"dashboards": dashboards})
+
+
+@login_required
+@require_GET
+def page(request: HttpRequest, slug: str) -> HttpResponse:
+    dashboard = _dashboard_for(request, slug)
+    try:
+        span = _range(request)
+        payload = dashboard.build(request, timezone.now(), span)
+    except BadParameter as error:
+        return HttpResponse(str(error), status=400, content_type="text/plain")
+    context: dict[str, Any] = {
+        "dashboard": dashboard,
+        "dashboards": _available(request),
+        "payload": payload,
+        "span": span,
+        "ranges": list(data.RANGES.values()) if dashboard.has_range else [],
+        "data_url": reverse("dashboard-data", args=[slug]),
+        "refresh_seconds": REFRESH_SECONDS,
+    }
+    if dashboard.for_team:
+        context["team"] = team_of(request)
+        context["teams"] = list(access.dashboard_teams(request.user).order_by("name"))
+    return render(request, "dashboards/page.html", context)
+
+
+@login_required
+@require_GET
+def data_json(request: HttpRequest, slug: str) -> JsonResponse:
+    dashboard = _dashboard_for(request, slug)
+    try:
+        span = _range(request)
+        now = timezone.now()
+        payload = dashboard.build(request, now, span)
+    except BadParameter as error:
+        return JsonResponse({"errors": {error.parameter: [str(error)]}}, status=400)
+    return JsonResponse(payload | {"generated_at": now.isoformat()})
+
+
+@require_GET
+def plotly_js(request: HttpRequest) -> FileResponse:
+    """plotly.min.js from the installed plotly package (served locally; no CDN)."""
+    response = FileResponse(PLOTLY_JS.open("rb"), content_type="text/javascript")
+    response["Cache-Control"] = "public, max-age=86400"
+    return response
