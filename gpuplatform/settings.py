@@ -54,6 +54,7 @@ INSTALLED_APPS = [
     "audit",
     "tokens",
     "dashboards",
+    "demo",
 ]
 
 MIDDLEWARE = [
