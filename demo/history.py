@@ -1,10 +1,11 @@
 """Replay a month of demo work through the real live services with a moving clock.
 
-For ``t`` from ``now - days`` to ``now`` in steps of ``step``: the demo researchers submit the
-jobs ``demo.workload`` draws for that step (``queues.services.submit_job(now=t)``), then one
-scheduling cycle runs at ``t`` (``queues.services.run_cycle(now=t)``: cluster sync, engine,
-apply, the accounting accrual). The dashboards' rollup is recorded every hour of replayed time
-(every cycle over the last day), and each month that ends inside the replay is closed as final.
+For each step ``[t, t + step)`` from ``now - days`` to ``now`` (2 h, then 1 h over the last week,
+10 min over the last day): the demo researchers submit the jobs ``demo.workload`` draws for the
+step, each at its own moment inside it (``queues.services.submit_job(now=...)``), then one
+scheduling cycle runs at the step's end (``queues.services.run_cycle(now=...)``: cluster sync,
+engine, apply, the accounting accrual) and the dashboards' rollup is recorded at that moment
+(``dashboards.rollup.record_cycle``). Each month that ends inside the replay is closed as final.
 
 The simulated cluster runs at speed 1 during the replay (the replay's clock is already the
 simulated time); at the end, the work still running is handed over to the live demo's
@@ -20,27 +21,29 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from decimal import ROUND_UP, Decimal
-from typing import Any
 
 from django.conf import settings
-from django.contrib.auth import get_user_model
 
 from accounting.budgets import check_budgets, month_to_date_cost
 from accounting.models import Budget
 from accounting.services import close_month
 from dashboards.rollup import record_cycle
-from demo.workload import DEMO_SEED, JobRequest, draw_requests
-from queues.models import Flavor, Job, Queue, ServiceClass, SimulatedWorkload, Team
-from queues.services import run_cycle, submit_job
+from demo.submit import Submitter
+from demo.workload import DEMO_SEED, draw_requests
+from queues.models import Job, SimulatedWorkload, Team
+from queues.services import run_cycle
 from queues.services.jobs import cycles_run_by_caller
 
 logger = logging.getLogger(__name__)
 
-# One cycle per hour of replayed time, every 10 minutes over the last day (the hour and
-# day views of the dashboards): a month replays in about a minute on a small machine.
-COARSE_STEP = timedelta(hours=1)
-FINE_STEP = timedelta(minutes=10)
-FINE_SPAN = timedelta(days=1)
+# The replay's step shrinks towards now: every 2 hours of replayed time beyond a week ago, hourly
+# over the last week, every 10 minutes over the last day (the dashboards' hour and day views).
+# A month replays in about a minute of CPU time.
+STEPS = (
+    (timedelta(days=1), timedelta(minutes=10)),
+    (timedelta(days=7), timedelta(hours=1)),
+)
+COARSE_STEP = timedelta(hours=2)
 BUDGET_TEAM = "team-a"  # the heavy borrower gets a budget it has used 85 % of
 BUDGET_SHARE_SPENT = Decimal("0.85")
 
@@ -60,38 +63,6 @@ class HistoryReport:
         return (
             f"Replayed {self.cycles} scheduling cycles and {self.jobs} job submissions; "
             f"months closed as final: {months}. {self.budget}"
-        )
-
-
-class Submitter:
-    """Turns a ``JobRequest`` into ``submit_job`` arguments (looked up once, then cached)."""
-
-    def __init__(self) -> None:
-        self.users: dict[str, Any] = {}
-        self.queues = {(q.team.name, q.name): q for q in Queue.objects.select_related("team")}
-        self.classes = {c.name: c for c in ServiceClass.objects.all()}
-        self.flavors = {f.name: f for f in Flavor.objects.all()}
-
-    def submit(self, request: JobRequest, now: datetime) -> Job:
-        user = self.users.get(request.user)
-        if user is None:
-            user = get_user_model().objects.get(username=request.user)
-            self.users[request.user] = user
-        runtime = request.runtime_seconds
-        return submit_job(
-            owner=user,
-            queue=self.queues[(request.team, request.queue)],
-            service_class=self.classes[request.service_class],
-            name=request.name,
-            image="registry.example.org/research/trainer:1.4",
-            command=["python", "-m", request.name.rsplit("-", 1)[0].replace("-", "_")],
-            flavors=[self.flavors[name] for name in request.flavors],
-            workers=request.workers,
-            gpus_per_worker=request.gpus_per_worker,
-            # users over-estimate: backfill plans with the estimate, the run takes `runtime`
-            estimated_runtime=int(runtime * 1.25) // 600 * 600 + 600,
-            duration_hint=runtime,
-            now=now,
         )
 
 
@@ -127,10 +98,9 @@ def replay_history(
     rng = random.Random(seed)
     submitter = Submitter()
     t = _floor(now - timedelta(days=days), COARSE_STEP)
-    fine_from = now - FINE_SPAN
     with simulation_speed(1.0), cycles_run_by_caller():
         while t < now:
-            step = FINE_STEP if t >= fine_from else COARSE_STEP
+            step = step_at(t, now)
             end = min(t + step, now)
             # the step's jobs arrive during it; the cycle at its end schedules them
             requests = draw_requests(rng, t, end - t)
@@ -148,6 +118,14 @@ def replay_history(
     hand_over_to_live_speed(now, float(settings.SIMULATION_SPEED))
     report.budget = _budget(now)
     return report
+
+
+def step_at(t: datetime, now: datetime) -> timedelta:
+    """The replay's step at ``t``: finer the closer it is to ``now``."""
+    for within, step in STEPS:
+        if t >= now - within:
+            return step
+    return COARSE_STEP
 
 
 def _cycle(t: datetime, report: HistoryReport) -> None:

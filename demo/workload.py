@@ -161,7 +161,7 @@ def draw_requests(
         for _ in range(poisson(rng, rate * hours)):
             out.append(_request(rng, profile, rng.choices(profile.shapes, weights)[0]))
         # About `burst_chance` bursts per weekday, starting in its daytime hours.
-        if profile.burst and moment.weekday() < 5 and 8 <= moment.hour < 20:
-            if rng.random() < profile.burst_chance * hours / 12:
-                out.extend(_request(rng, profile, shape) for shape in profile.burst)
+        daytime = moment.weekday() < 5 and 8 <= moment.hour < 20
+        if profile.burst and daytime and rng.random() < profile.burst_chance * hours / 12:
+            out.extend(_request(rng, profile, shape) for shape in profile.burst)
     return out
