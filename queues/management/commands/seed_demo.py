@@ -18,7 +18,6 @@ from django.db import transaction
 from django.utils import timezone
 
 from accounting.models import FlavorPrice
-
 from gpuplatform.access import FINANCE_GROUP, PLATFORM_ADMIN_GROUP
 from queues.models import (
     Cluster,
