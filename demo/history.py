@@ -77,6 +77,20 @@ def simulation_speed(speed: float) -> Iterator[None]:
         settings.SIMULATION_SPEED = before
 
 
+@contextmanager
+def cycle_logs_quiet() -> Iterator[None]:
+    """Hundreds of replayed cycles would each log a line at INFO: keep warnings only."""
+    loggers = [logging.getLogger(name) for name in ("queues.services", "accounting")]
+    levels = [each.level for each in loggers]
+    for each in loggers:
+        each.setLevel(max(logging.WARNING, each.getEffectiveLevel()))
+    try:
+        yield
+    finally:
+        for each, level in zip(loggers, levels, strict=True):
+            each.setLevel(level)
+
+
 def history_exists() -> bool:
     return Job.objects.exists()
 
@@ -98,7 +112,7 @@ def replay_history(
     rng = random.Random(seed)
     submitter = Submitter()
     t = _floor(now - timedelta(days=days), COARSE_STEP)
-    with simulation_speed(1.0), cycles_run_by_caller():
+    with simulation_speed(1.0), cycles_run_by_caller(), cycle_logs_quiet():
         while t < now:
             step = step_at(t, now)
             end = min(t + step, now)
@@ -175,4 +189,4 @@ def _budget(now: datetime) -> str:
         team=team, month=_month_start(now).date(), defaults={"amount": amount}
     )
     check_budgets(now)
-    return f"Budget of {team.name} this month: {amount} (spent {spent})."
+    return f"Budget of {team.name} this month: {amount} (spent {spent.quantize(Decimal('0.01'))})."

@@ -26,9 +26,13 @@ DEMO_MAX_PENDING = 8  # pending jobs per queue above which the demo submits noth
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
+WEEKDAY = datetime(2026, 11, 23, tzinfo=UTC)  # a Monday: the live demo has no weekends
+
+
 def simulated_clock(now: datetime, speed: float) -> datetime:
-    """The demo's simulated time of day and week at ``now`` (time since 1970 x speed)."""
-    return EPOCH + (now - EPOCH) * speed
+    """The demo's simulated time of day at ``now`` (time since 1970 x speed), on a weekday."""
+    simulated = EPOCH + (now - EPOCH) * speed
+    return WEEKDAY + (simulated - simulated.replace(hour=0, minute=0, second=0, microsecond=0))
 
 
 def submit_traffic(now: datetime, *, force: bool = False) -> list[Job]:
