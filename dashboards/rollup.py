@@ -1,7 +1,7 @@
 """Fill the dashboards' time series: usage from the accounting ledger, capacity from Node rows.
 
 The hook: `record_cycle(now)`, called at the end of each scheduling cycle (after
-`accounting.services.accrue_usage(now)`) or by the periodic task `dashboards.tasks.roll_up`.
+`accounting.services.accrue_usage(now)`); `manage.py rollup_usage --rebuild` catches up.
 
 Usage (`roll_up_usage`): hourly and 5-minute buckets are RECOMPUTED from the ledger from the
 earliest hour that may have changed since the last run -- the previous run's time, or the start
@@ -176,8 +176,8 @@ def sample_capacity(now: datetime) -> int:
 
 
 def record_cycle(now: datetime) -> None:
-    """The cycle hook: roll up the ledger and sample capacity at `now`. Two callers (the cycle
-    and the periodic task) take turns on the mark's row lock, so they never interleave."""
+    """The cycle hook: roll up the ledger and sample capacity at `now`. Callers (the cycle and
+    `manage.py rollup_usage`) take turns on the mark's row lock, so they never interleave."""
     with transaction.atomic():
         RollupMark.objects.select_for_update().get_or_create(name=USAGE_MARK)
         roll_up_usage(now)

@@ -249,11 +249,6 @@ CELERY_BEAT_SCHEDULE = {
         "task": "accounting.tasks.close_last_month",
         "schedule": crontab(minute=30, hour=0, day_of_month="1"),
     },
-    "dashboards-rollup": {  # usage and capacity time series of the dashboards (idempotent)
-        "task": "dashboards.tasks.roll_up",
-        "schedule": timedelta(seconds=max(CYCLE_INTERVAL, 60)),
-        "options": {"expires": max(CYCLE_INTERVAL, 60)},
-    },
 }
 
 # --- Demo -------------------------------------------------------------------------------------

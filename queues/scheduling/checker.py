@@ -27,12 +27,12 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
+from queues.scheduling.checker_jobs import EPS, JobHistory, check_job_table, fmt
 from queues.scheduling.scenario import JobSpec, QueueSpec, Scenario, ServiceClassSpec
 
-EPS = 1e-6
 STOP_REASONS = ("reclaim", "fair-share", "priority", "node-failure", "max-runtime")
 PROTECTED_REASONS = ("reclaim", "fair-share", "priority")
 """Reasons that must respect non-preemptible classes and ``min_runtime``."""
@@ -58,12 +58,8 @@ def check_report(scenario: Scenario, report: Mapping[str, Any]) -> list[str]:
     if not isinstance(events, list):
         return ["report: 'events' must be a list"]
     replay.run(events)
-    replay.check_jobs(report)
+    replay.violations += check_job_table(replay.jobs, replay.history, replay.preempt_count, report)
     return replay.violations
-
-
-def _fmt(value: float) -> str:
-    return f"{value:g}"
 
 
 @dataclass
@@ -75,17 +71,6 @@ class _Alloc:
     workers: int
     placement: dict[str, int]
     started: float
-
-
-@dataclass
-class _History:
-    first_admit: float | None = None
-    last_admit: float | None = None
-    finished: float | None = None
-    cancelled: float | None = None
-    failed: float | None = None
-    preemptions: int = 0
-    admits: list[float] = field(default_factory=list)
 
 
 class _Replay:
@@ -107,7 +92,7 @@ class _Replay:
         self.cordoned: set[str] = set()
         self.running: dict[str, _Alloc] = {}
         self.stopping: list[tuple[float, _Alloc]] = []
-        self.history: dict[str, _History] = defaultdict(_History)
+        self.history: dict[str, JobHistory] = defaultdict(JobHistory)
         self.preempt_count = 0
         self.stranded: set[tuple[str, str]] = set()  # (job, node) already reported
         self.promises: dict[str, tuple[float, float, str]] = {}  # preemptor: (t, deadline, what)
@@ -115,11 +100,14 @@ class _Replay:
         # GPUs held by running and stopping jobs, kept up to date by take() and give()
         self.node_used: dict[tuple[str, str], int] = defaultdict(int)
         self.queue_used: dict[tuple[str, str], int] = defaultdict(int)
+        # this instant: GPUs its admits are still to take, and GPUs taken by borrowing classes
+        self.coming: dict[tuple[str, str], int] = defaultdict(int)
+        self.lent_now: dict[tuple[str, str], int] = defaultdict(int)
 
     # -- helpers ----------------------------------------------------------------------------
 
     def fail(self, t: float, what: str, problem: str) -> None:
-        self.violations.append(f"t={_fmt(t)}: {what}: {problem}")
+        self.violations.append(f"t={fmt(t)}: {what}: {problem}")
 
     def take(self, alloc: _Alloc) -> None:
         self.count(alloc, 1)
@@ -151,11 +139,14 @@ class _Replay:
         return self.queue_used.get((queue, flavor), 0)
 
     def borrowing(self, queue: str) -> bool:
+        """Whether ``queue`` is above nominal now, counting the admits still to come at this
+        instant (the engine may have decided them before the preemption it lists first)."""
         spec = self.queues[queue]
+        flavors = {f for name, f in (*self.queue_used, *self.coming) if name == queue}
         return any(
-            used > (q.nominal if (q := spec.quotas.get(f)) else 0)
-            for (name, f), used in self.queue_used.items()
-            if name == queue
+            self.queue_usage(queue, f) + self.coming.get((queue, f), 0)
+            > (q.nominal if (q := spec.quotas.get(f)) else 0)
+            for f in flavors
         )
 
     # -- replay -----------------------------------------------------------------------------
@@ -176,10 +167,16 @@ class _Replay:
             last = max(last, t)
             timeline.append((t, 1, index, event))
         timeline.sort(key=lambda item: (item[0], item[1], item[2]))
+        instants: dict[float, list[Mapping[str, Any]]] = defaultdict(list)
+        for at, kind, _, item in timeline:
+            if kind == 1:
+                instants[at].append(item)
         current: float | None = None
         for t, kind, _, item in timeline:
-            if current is not None and t > current + EPS:
-                self.check_failed_nodes(current)
+            if current is None or t > current + EPS:
+                if current is not None:
+                    self.check_failed_nodes(current)
+                self.new_instant(instants.get(t, []))
             current = t
             if kind == 0:
                 self.node_event(item.node, item.action)
@@ -189,6 +186,18 @@ class _Replay:
             self.check_failed_nodes(current)
         self.last_t = last
         self.check_promises()
+
+    def new_instant(self, events: list[Mapping[str, Any]]) -> None:
+        """Decisions of one instant may be listed in any order; rule checks that depend on
+        their order give the engine the benefit of the doubt (see ``borrowing``)."""
+        self.coming = defaultdict(int)
+        self.lent_now = defaultdict(int)
+        for event in events:
+            name, placement = event.get("job"), event.get("placement")
+            job = self.jobs.get(name) if isinstance(name, str) else None
+            if event.get("type") == "admit" and job and isinstance(placement, Mapping):
+                gpus = sum(g for g in placement.values() if isinstance(g, int))
+                self.coming[job.queue, str(event.get("flavor"))] += gpus
 
     def node_event(self, node: str, action: str) -> None:
         if action == "fail":
@@ -243,7 +252,7 @@ class _Replay:
         if any(at is not None for at in (history.finished, history.cancelled, history.failed)):
             self.fail(t, what, "job has already ended")
         if t < job.submit_at - EPS:
-            self.fail(t, what, f"admitted before its submission at {_fmt(job.submit_at)}")
+            self.fail(t, what, f"admitted before its submission at {fmt(job.submit_at)}")
         if event.get("queue", job.queue) != job.queue:
             self.fail(t, what, f"queue {event.get('queue')!r} is not the job's queue {job.queue}")
         alloc = self.placement(t, job, event, what, started=t)
@@ -252,8 +261,9 @@ class _Replay:
         self.check_gang(t, job, alloc.workers, what)
         self.running[job.name] = alloc
         self.take(alloc)
+        self.coming[job.queue, alloc.flavor] -= sum(alloc.placement.values())
         self.check_nodes(t, alloc, set(alloc.placement), what)
-        self.check_quota(t, job, alloc, what)
+        self.check_quota(t, job, alloc, sum(alloc.placement.values()), what)
         history.first_admit = t if history.first_admit is None else history.first_admit
         history.admits.append(t)
         history.last_admit = t
@@ -280,7 +290,8 @@ class _Replay:
         self.take(new)
         self.check_nodes(t, new, grown, what)
         if new.workers > old.workers:
-            self.check_quota(t, job, new, what)
+            added = sum(new.placement.values()) - sum(old.placement.values())
+            self.check_quota(t, job, new, added, what)
 
     def placement(
         self, t: float, job: JobSpec, event: Mapping[str, Any], what: str, started: float
@@ -358,7 +369,7 @@ class _Replay:
 
     # -- quota ------------------------------------------------------------------------------
 
-    def check_quota(self, t: float, job: JobSpec, alloc: _Alloc, what: str) -> None:
+    def check_quota(self, t: float, job: JobSpec, alloc: _Alloc, added: int, what: str) -> None:
         queue = self.queues[job.queue]
         flavor = alloc.flavor
         quota = queue.quotas.get(flavor)
@@ -373,7 +384,10 @@ class _Replay:
         if limit is not None and used > limit:
             self.fail(t, what, f"queue {queue.name} uses {used} {flavor}, above its limit {limit}")
         service_class = self.classes[job.service_class]
-        if used > nominal and not service_class.can_borrow:
+        if service_class.can_borrow:
+            self.lent_now[queue.name, flavor] += added
+        # a borrowing class's admits of this instant may have been decided after this one
+        elif used - self.lent_now.get((queue.name, flavor), 0) > nominal:
             self.fail(
                 t, what, f"class {service_class.name} cannot borrow, but queue {queue.name} "
                 f"now uses {used} {flavor} above its nominal {nominal}"
@@ -432,8 +446,8 @@ class _Replay:
         ran = t - alloc.started
         if ran < service_class.min_runtime - EPS:
             self.fail(
-                t, what, f"preempted ({reason}) after {_fmt(ran)} s, inside its class "
-                f"min_runtime of {_fmt(service_class.min_runtime)} s"
+                t, what, f"preempted ({reason}) after {fmt(ran)} s, inside its class "
+                f"min_runtime of {fmt(service_class.min_runtime)} s"
             )  # fmt: skip
         self.check_preemptor(t, job, event, reason, what)
         self.promise(t, job, event, what)
@@ -471,7 +485,7 @@ class _Replay:
         )
         if not (started or cancelled or ended or disturbed):
             self.fail(
-                t, what, f"its preemptor {by} did not start by t={_fmt(deadline)} "
+                t, what, f"its preemptor {by} did not start by t={fmt(deadline)} "
                 "(the victims' grace period plus one cycle)"
             )  # fmt: skip
 
@@ -512,8 +526,8 @@ class _Replay:
         limit = self.classes[job.service_class].max_runtime
         if limit is not None and t - alloc.started > limit + self.scenario.cycle_interval + EPS:
             self.fail(
-                t, what, f"ran {_fmt(t - alloc.started)} s, past its class max_runtime "
-                f"of {_fmt(limit)} s"
+                t, what, f"ran {fmt(t - alloc.started)} s, past its class max_runtime "
+                f"of {fmt(limit)} s"
             )  # fmt: skip
 
     def finish(self, t: float, job: JobSpec, what: str) -> None:
@@ -532,7 +546,7 @@ class _Replay:
         if simple and job.duration is not None and history.last_admit is not None:
             ran = t - history.last_admit
             if abs(ran - job.duration) > EPS:
-                self.fail(t, what, f"ran {_fmt(ran)} s, but its duration is {_fmt(job.duration)}")
+                self.fail(t, what, f"ran {fmt(ran)} s, but its duration is {fmt(job.duration)}")
 
     def end(self, t: float, job: JobSpec, kind: str) -> None:
         history = self.history[job.name]
@@ -541,82 +555,3 @@ class _Replay:
         else:
             history.cancelled = t
         self.stop(t, job)
-
-    # -- the job table and totals ------------------------------------------------------------
-
-    def check_jobs(self, report: Mapping[str, Any]) -> None:
-        rows = report.get("jobs")
-        if not isinstance(rows, list):
-            self.violations.append("report: 'jobs' must be a list")
-            return
-        seen: set[str] = set()
-        states: dict[str, int] = defaultdict(int)
-        for row in rows:
-            name = row.get("name") if isinstance(row, Mapping) else None
-            if name not in self.jobs or name in seen:
-                self.violations.append(f"jobs: unknown or repeated job {name!r}")
-                continue
-            seen.add(name)
-            states[str(row.get("state"))] += 1
-            self.check_job_row(self.jobs[name], row)
-        for missing in sorted(set(self.jobs) - seen):
-            self.violations.append(f"jobs: job {missing} is missing from the report")
-        summary = report.get("summary")
-        if isinstance(summary, Mapping):
-            expected = {
-                "jobs": len(self.jobs),
-                "finished": states["finished"],
-                "failed": states["failed"],
-                "cancelled": states["cancelled"],
-                "preemptions": self.preempt_count,
-            }
-            for key, value in expected.items():
-                if key in summary and summary[key] != value:
-                    self.violations.append(
-                        f"summary: {key} is {summary[key]!r}, but the events give {value}"
-                    )
-
-    def check_job_row(self, job: JobSpec, row: Mapping[str, Any]) -> None:
-        history = self.history[job.name]
-        where = f"jobs: {job.name}"
-
-        def same(key: str, value: float | None) -> None:
-            got = row.get(key)
-            if value is None:
-                equal = got is None
-            else:
-                equal = (
-                    isinstance(got, int | float)
-                    and not isinstance(got, bool)
-                    and abs(float(got) - value) <= EPS
-                )
-            if not equal:
-                self.violations.append(f"{where}: {key} is {got!r}, but the events give {value!r}")
-
-        same("started_at", history.first_admit)
-        # finished_at: the finish time; a cancelled or failed job may show when it ended instead
-        ended = history.cancelled if history.cancelled is not None else history.failed
-        if history.finished is None and ended is not None and row.get("finished_at") is not None:
-            same("finished_at", ended)
-        else:
-            same("finished_at", history.finished)
-        same("submitted_at", job.submit_at)
-        if row.get("queue", job.queue) != job.queue:
-            self.violations.append(f"{where}: queue is {row.get('queue')!r}, not {job.queue}")
-        if row.get("preemptions", history.preemptions) != history.preemptions:
-            self.violations.append(
-                f"{where}: preemptions is {row.get('preemptions')!r}, "
-                f"but the events hold {history.preemptions} (reclaim, fair-share, priority)"
-            )
-        state = row.get("state")
-        endings = {
-            "finished": history.finished,
-            "cancelled": history.cancelled,
-            "failed": history.failed,
-        }
-        for name, at in endings.items():
-            if (state == name) != (at is not None):
-                self.violations.append(
-                    f"{where}: state is {state!r}, but the events "
-                    + (f"{name} it at t={_fmt(at)}" if at is not None else f"never {name} it")
-                )

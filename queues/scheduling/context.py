@@ -292,6 +292,12 @@ def build_context(snapshot: Snapshot, policy: Policy) -> CycleContext:
             stopped.add(key)
             rel = ctx.releases.setdefault(job.flavor, [])
             rel.extend((release, i, u, job.queue) for i, u in entry.units.items())
+    # a preemptor still waiting for its victims does not start on a node lost meanwhile
+    for name, entry in sorted(inc.waiting.items()):
+        usable = layout.base_free.get(entry.job.flavor, {})
+        if any(i not in usable for i in entry.units):
+            ctx.stops.append(Stop(name, "node-failure", None, now, True))
+            stopped.add(id(entry.job))
     for key in inc.stopping:
         job = entries[key].job
         release = job.release_at if job.release_at is not None else now

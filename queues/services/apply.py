@@ -74,9 +74,10 @@ class Applier:
         else:
             if not move(job, Job.State.PREEMPTED, self.now):
                 return
-            kind = "requeued" if decision.reason == "node-failure" else "preempted"
+            kind = "preempted"  # stopping; back in the queue after the grace period
             stop_by = int(decision.by) if decision.by is not None else None
             if release <= self.now:
+                kind = "requeued"
                 move(job, Job.State.PENDING, self.now)
                 set_runtime(
                     job.pk,
@@ -124,6 +125,11 @@ class Applier:
             return f"Preempted by higher-priority {by}{level} of the same queue." + tail
         if reason == "node-failure":
             failed = self._failed_nodes(job)
+            if release > self.now:
+                return (
+                    f"Node {', '.join(failed) or 'of this job'} failed: the whole gang is stopped."
+                    + tail
+                )
             return (
                 f"Node {', '.join(failed) or 'of this job'} failed: the whole gang is stopped "
                 "and requeued with its original submission time."

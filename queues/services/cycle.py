@@ -21,6 +21,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from accounting.services import accrue_usage
+from dashboards.rollup import record_cycle
 from queues.models import CycleRun
 from queues.scheduling.cycle import run_cycle as decide
 from queues.services import counters, lease, observe
@@ -57,6 +58,7 @@ def run_cycle(
             effects += apply_result(live, result, report)
             transaction.on_commit(lambda: _carry_out(effects, now))
         accrue_usage(moment)  # accounting: the usage ledger up to this cycle (accounting/ledger.py)
+        record_cycle(moment)  # dashboards: usage and capacity time series (dashboards/rollup.py)
         report.duration_seconds = time.perf_counter() - started
         _record(report, worker or holder)
     finally:

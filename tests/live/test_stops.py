@@ -197,3 +197,44 @@ def test_requeued_job_is_not_taken_for_running_while_its_old_workers_terminate(
     cycle(later(61))  # the old workers are gone: this run launches
     cycle(later(62))
     assert reload(job).state == Job.State.RUNNING
+
+
+def test_node_failure_gives_the_gang_its_grace_period_before_the_requeue(
+    world, submit, cycle, reload
+):
+    job = submit(gpus=8, workers=2, cls="spot")  # grace period 30 s
+    cycle(T0)
+    cycle(later(1))
+
+    fail_nodes([world.nodes[0]])
+    cycle(later(2))
+
+    job = reload(job)
+    assert job.state == Job.State.PREEMPTED
+    assert "Node n1 failed: the whole gang is stopped. It stops with a 30 s grace period" in (
+        last_message(job, "preempted")
+    )
+    cycle(later(33))
+    job = reload(job)
+    assert job.state == Job.State.PENDING
+    assert job.submitted_at == T0
+
+
+def test_higher_priority_job_preempts_a_lower_priority_job_of_its_own_queue(
+    world, submit, cycle, reload
+):
+    low = submit(team="a", cls="spot", gpus=8, name="low")
+    other = submit(team="b", gpus=8, name="other-team")
+    cycle(T0)
+    cycle(later(1))
+    high = submit(team="a", cls="production", gpus=8, name="high", at=later(5))
+
+    cycle(later(6))
+
+    assert reload(other).state == Job.State.RUNNING
+    assert reload(low).state == Job.State.PREEMPTED
+    assert (
+        f"Preempted by higher-priority high (#{high.pk}) (class production, priority 1000) "
+        "of the same queue." in last_message(low, "preempted")
+    )
+    assert reload(high).state == Job.State.ADMITTED

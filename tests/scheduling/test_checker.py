@@ -413,3 +413,25 @@ def test_shrinking_an_elastic_job_follows_the_preemption_rules() -> None:
         _admit(700, "p", {"n1": 2}),
     ]
     assert _check(scenario, later) == []
+
+
+def test_decisions_of_one_instant_may_be_listed_in_any_order() -> None:
+    # queue a (nominal 8) borrows once "big" is admitted; the reclaim for b's job is listed
+    # first, though the engine decided it after admitting "big" in the same cycle
+    scenario = _scenario([_job("v", cls="low"), _job("big", gpus_per_worker=8, submit_at=5),
+                          _job("p", queue="b", submit_at=5)])  # fmt: skip
+    events = [
+        _admit(0, "v", {"n1": 4}),
+        {"t": 9, "type": "preempt", "job": "v", "by": "p", "reason": "reclaim"},
+        _admit(9, "big", {"n2": 8}),
+        _admit(9, "p", {"n1": 4}, queue="b"),
+    ]
+    assert _check(scenario, events) == []
+    # a class that cannot borrow, listed after a borrowing admit of the same instant
+    scenario = _scenario([_job("s", gpus_per_worker=8), _job("p", cls="prod", submit_at=0)])
+    events = [_admit(0, "s", {"n1": 8}), _admit(0, "p", {"n2": 4})]
+    assert _check(scenario, events) == []
+    later = [_admit(0, "s", {"n1": 8}), _admit(5, "p", {"n2": 4})]
+    assert _check(scenario, later) == [
+        "t=5: admit p: class prod cannot borrow, but queue a now uses 12 h100 above its nominal 8",
+    ]

@@ -161,6 +161,39 @@ KNOWN_CASES = {
             {"name": "std", "priority": 100},
         ],
     ),
+    # a preemptor waiting for its victims' grace period does not start on a node cordoned
+    # meanwhile (a node that fails meanwhile is handled the same way)
+    "node-cordoned-during-grace": _case(
+        [
+            {"name": "v", "queue": "b", "class": "low", "gpus_per_worker": 4},
+            {"name": "p", "gpus_per_worker": 4, "submit_at": 10},
+        ],
+        clusters=[{"name": "c", "nodes": [{"name": "n0", "gpus": {"gpu": 4}}]}],
+        queues=[
+            {"name": "a", "cohort": "x", "quotas": {"gpu": {"nominal": 4}}},
+            {"name": "b", "cohort": "x", "quotas": {}},
+        ],
+        events=[{"at": 20, "node": "n0", "action": "cordon"}],
+    ),
+    # quota freed for a preemptor that waits for a grace period is held for it: a victim
+    # released sooner (grace 0) must not take it back meanwhile
+    "preemptor-quota-held-during-grace": _case(
+        [
+            {"name": "s1", "gpus_per_worker": 4},
+            {"name": "sp", "class": "spot", "gpus_per_worker": 4},
+            {"name": "p", "class": "prod", "gpus_per_worker": 1, "submit_at": 10},
+        ],
+        clusters=[{"name": "c", "nodes": [{"name": "n0", "gpus": {"gpu": 16}}]}],
+        queues=[
+            {"name": "a", "cohort": "x", "quotas": {"gpu": {"nominal": 4}}},
+            {"name": "b", "cohort": "x", "quotas": {"gpu": {"nominal": 8}}},
+        ],
+        service_classes=[
+            {"name": "prod", "priority": 1000, "preemptible": False, "can_borrow": False},
+            {"name": "std", "priority": 100, "grace_period": 30},
+            {"name": "spot", "priority": 10},
+        ],
+    ),
 }
 
 
