@@ -4,8 +4,8 @@ For each step ``[t, t + step)`` from ``now - days`` to ``now`` (2 h, then 1 h ov
 10 min over the last day): the demo researchers submit the jobs ``demo.workload`` draws for the
 step, each at its own moment inside it (``queues.services.submit_job(now=...)``), then one
 scheduling cycle runs at the step's end (``queues.services.run_cycle(now=...)``: cluster sync,
-engine, apply, the accounting accrual) and the dashboards' rollup is recorded at that moment
-(``dashboards.rollup.record_cycle``). Each month that ends inside the replay is closed as final.
+engine, apply, the accounting accrual and the dashboards' rollup, all at that moment). Each
+month that ends inside the replay is closed as final.
 
 The simulated cluster runs at speed 1 during the replay (the replay's clock is already the
 simulated time); at the end, the work still running is handed over to the live demo's
@@ -27,7 +27,6 @@ from django.conf import settings
 from accounting.budgets import check_budgets, month_to_date_cost
 from accounting.models import Budget
 from accounting.services import close_month
-from dashboards.rollup import record_cycle
 from demo.submit import Submitter
 from demo.workload import DEMO_SEED, draw_requests
 from queues.models import Job, SimulatedWorkload, Team
@@ -123,7 +122,6 @@ def replay_history(
                 submitter.submit(request, t + timedelta(seconds=offset))
                 report.jobs += 1
             _cycle(end, report)
-            record_cycle(end)
             if _month_start(end) > t:  # a month ended during this step: close it as final
                 _close_previous_month(end, report)
             if progress and end.date() != t.date():
