@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from django.contrib.auth.models import User
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 from django.db.models import Count
 from django.test import Client, override_settings
 
@@ -119,3 +119,8 @@ def test_finance_guide_links_to_last_months_chargeback(demo_world: None) -> None
     assert "/api/v1/chargeback/?start=" in page
     assert "format=csv" in page
     assert "Lower a quota" not in page and "Submit a job" not in page
+
+
+def test_seed_demo_refuses_a_negative_history(demo_world: None) -> None:
+    with pytest.raises(CommandError, match="--history"):
+        call_command("seed_demo", history=-1, stdout=StringIO())

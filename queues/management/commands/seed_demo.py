@@ -13,7 +13,7 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 from django.utils import timezone
 
@@ -197,8 +197,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         days = options["history"]
         if days < 0:
-            self.stderr.write("--history: must be 0 or more days")
-            raise SystemExit(2)
+            raise CommandError("--history: must be 0 or more days")
         created = self._seed_world()
         if created:
             self.stdout.write(f"Created {len(created)} demo objects.")
