@@ -141,37 +141,57 @@ def test_chargeback_totals_equal_the_sum_of_ledger_costs(seeded: str) -> None:
     assert Decimal(total_line[header.index("cost")]) == total
 
 
-def charts_have_data(payload: dict[str, Any]) -> bool:
-    """Some chart of the payload has a trace with a non-zero number in it."""
-    for chart in payload["charts"]:
-        for trace in chart["figure"]["data"]:
-            for axis in ("y", "x", "z", "values"):
-                values = trace.get(axis) or []
-                flat = [v for row in values for v in (row if isinstance(row, list) else [row])]
-                if any(isinstance(v, int | float) and v > 0 for v in flat):
-                    return True
-    return False
+def chart(payload: dict[str, Any], chart_id: str) -> dict[str, Any]:
+    return next(c for c in payload["charts"] if c["id"] == chart_id)
 
 
-@pytest.mark.parametrize(
-    "slug, query",
-    [
-        ("cluster", {"range": "hour"}),
-        ("cluster", {"range": "day"}),
-        ("cluster", {"range": "week"}),
-        ("cluster", {"range": "month"}),
-        ("quotas", {}),
-        ("mig", {}),
-        ("health", {}),
-        ("charges", {}),
-    ],
-)
+def total_of(payload: dict[str, Any], chart_id: str, traces: set[str]) -> float:
+    """The sum of the numbers plotted by the named traces of one chart."""
+    return sum(
+        value
+        for trace in chart(payload, chart_id)["figure"]["data"]
+        if trace.get("name") in traces
+        for value in trace.get("y") or []
+        if isinstance(value, int | float)
+    )
+
+
+TEAMS = {"team-a", "team-b", "team-c", "team-d"}
+
+# (dashboard, query, chart, traces that only the replayed history can fill)
+HISTORY_CHARTS = [
+    ("cluster", {"range": "hour"}, "usage", TEAMS),
+    ("cluster", {"range": "day"}, "usage", TEAMS),
+    ("cluster", {"range": "week"}, "usage", TEAMS),
+    ("cluster", {"range": "month"}, "usage", TEAMS),
+    ("cluster", {}, "flavors", {"Used"}),
+    ("quotas", {}, "quota", {"Used"}),
+    ("quotas", {}, "share", {"Decayed usage share"}),
+    ("health", {}, "waits", {"p95 wait"}),
+    ("health", {}, "preemptions", {"fair-share", "priority", "reclaim"}),
+    ("charges", {}, "team-costs", TEAMS),
+    ("charges", {}, "flavor-costs", {"h100", "a100-80gb", "h100-1g.10gb", "h100-3g.40gb"}),
+]
+
+
+@pytest.mark.parametrize("slug, query, chart_id, traces", HISTORY_CHARTS)
 def test_every_cluster_dashboard_shows_the_history(
-    seeded: str, slug: str, query: dict[str, str]
+    seeded: str, slug: str, query: dict[str, str], chart_id: str, traces: set[str]
 ) -> None:
     response = client_for("admin").get(f"/dashboards/{slug}/data/", query)
     assert response.status_code == 200
-    assert charts_have_data(response.json()), slug
+    assert total_of(response.json(), chart_id, traces) > 0
+
+
+def test_gpu_map_shows_the_jobs_running_now(seeded: str) -> None:
+    response = client_for("admin").get("/dashboards/mig/data/")
+    assert response.status_code == 200
+    running = Job.objects.filter(state=Job.State.RUNNING)
+    assert running.exists()
+    cells = str(chart(response.json(), "whole")["figure"]["data"][0]["text"]) + str(
+        chart(response.json(), "mig")["figure"]["data"][0]["text"]
+    )
+    assert all(f"#{job.pk} " in cells for job in running)
 
 
 @pytest.mark.parametrize("span", ["day", "week"])
@@ -179,7 +199,7 @@ def test_alices_team_dashboard_shows_her_teams_usage(seeded: str, span: str) -> 
     team = Team.objects.get(name="team-a")
     response = client_for("alice").get("/dashboards/team/data/", {"team": team.pk, "range": span})
     assert response.status_code == 200
-    assert charts_have_data(response.json())
+    assert total_of(response.json(), "usage", {"h100", "a100-80gb"}) > 0
 
 
 def test_the_budget_of_the_heavy_borrower_has_crossed_eighty_percent(seeded: str) -> None:
