@@ -29,11 +29,9 @@ from accounting.models import Budget
 from accounting.services import close_month
 from demo.submit import Submitter
 from demo.workload import DEMO_SEED, draw_requests
-from queues.models import Job, SimulatedWorkload, Team
+from queues.models import Cluster, Job, SimulatedWorkload, Team
 from queues.services import run_cycle
 from queues.services.jobs import cycles_run_by_caller
-
-logger = logging.getLogger(__name__)
 
 # The replay's step shrinks towards now: every 2 hours of replayed time beyond a week ago, hourly
 # over the last week, every 10 minutes over the last day (the dashboards' hour and day views).
@@ -49,7 +47,7 @@ BUDGET_SHARE_SPENT = Decimal("0.85")
 
 @dataclass
 class HistoryReport:
-    skipped: bool = False
+    skipped: str = ""  # why nothing was replayed
     cycles: int = 0
     jobs: int = 0
     closed_months: list[str] = field(default_factory=list)
@@ -57,7 +55,7 @@ class HistoryReport:
 
     def summary(self) -> str:
         if self.skipped:
-            return "The cluster already has jobs: no history replayed (it exists already)."
+            return f"No history replayed: {self.skipped}"
         months = ", ".join(self.closed_months) or "none"
         return (
             f"Replayed {self.cycles} scheduling cycles and {self.jobs} job submissions; "
@@ -106,7 +104,10 @@ def replay_history(
     if days <= 0:
         return report
     if history_exists():
-        report.skipped = True
+        report.skipped = "the cluster already has jobs (the history exists already)."
+        return report
+    if Cluster.objects.exclude(driver=Cluster.Driver.SIMULATED).exists():
+        report.skipped = "a real (non-simulated) cluster is registered; the replay would run on it."
         return report
     rng = random.Random(seed)
     submitter = Submitter()

@@ -211,7 +211,7 @@ def test_seeding_twice_changes_nothing(seeded: str) -> None:
     before = counts()
     out = StringIO()
     call_command("seed_demo", history=HISTORY_DAYS, stdout=out)
-    assert "no history replayed" in out.getvalue()
+    assert "No history replayed: the cluster already has jobs" in out.getvalue()
     assert counts() == before
 
 

@@ -19,7 +19,7 @@ from django.test import Client, override_settings
 from demo.tasks import submit_demo_traffic
 from demo.traffic import DEMO_MAX_PENDING, simulated_clock, submit_traffic
 from demo.workload import DEMO_SEED, draw_requests
-from queues.models import Job
+from queues.models import Cluster, Job
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -124,3 +124,11 @@ def test_finance_guide_links_to_last_months_chargeback(demo_world: None) -> None
 def test_seed_demo_refuses_a_negative_history(demo_world: None) -> None:
     with pytest.raises(CommandError, match="--history"):
         call_command("seed_demo", history=-1, stdout=StringIO())
+
+
+def test_history_is_never_replayed_onto_a_real_cluster(demo_world: None) -> None:
+    Cluster.objects.create(name="prod", driver=Cluster.Driver.KUBERNETES)
+    out = StringIO()
+    call_command("seed_demo", history=1, stdout=out)
+    assert "real (non-simulated) cluster" in out.getvalue()
+    assert not Job.objects.exists()
