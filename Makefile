@@ -22,8 +22,8 @@ install: $(STAMP)
 
 demo: install
 	$(PY) manage.py migrate --no-input
-	$(PY) manage.py seed_demo
-	$(PY) scripts/demo.py
+	$(PY) manage.py seed_demo --history 30
+	DEMO_TRAFFIC=1 $(PY) scripts/demo.py
 
 test: install
 	$(PY) -m pytest

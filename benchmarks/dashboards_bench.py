@@ -66,7 +66,7 @@ def seed(teams: int, days: int) -> dict[str, Any]:
     )
 
     call_command("migrate", verbosity=0)
-    call_command("seed_demo", verbosity=0, stdout=open(os.devnull, "w"))  # noqa: SIM115
+    call_command("seed_demo", history=0, verbosity=0, stdout=open(os.devnull, "w"))  # noqa: SIM115
     rng = random.Random(8)
     now = timezone.now()
     start = now - timedelta(days=days)

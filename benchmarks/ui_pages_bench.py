@@ -56,7 +56,7 @@ def seed(jobs: int, pending_share: float) -> dict[str, Any]:
 
     tasks.run_scheduling_cycle.delay = lambda: None  # no broker: this script runs the cycle
     call_command("migrate", verbosity=0)
-    call_command("seed_demo", verbosity=0, stdout=open(os.devnull, "w"))  # noqa: SIM115
+    call_command("seed_demo", history=0, verbosity=0, stdout=open(os.devnull, "w"))  # noqa: SIM115
     from django.contrib.auth import get_user_model
 
     users = list(get_user_model().objects.filter(username__in=["alice", "bob"]))

@@ -53,6 +53,7 @@ INSTALLED_APPS = [
     "audit",
     "tokens",
     "dashboards",
+    "demo",
 ]
 
 MIDDLEWARE = [
@@ -253,6 +254,21 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": crontab(minute=30, hour=0, day_of_month="1"),
     },
 }
+
+# --- Demo -------------------------------------------------------------------------------------
+DEMO_TRAFFIC = env_bool("DEMO_TRAFFIC", False)
+"""Submit demo work on behalf of the demo researchers (Celery beat entry ``demo-traffic``);
+``make demo`` turns it on. Never in production."""
+
+DEMO_TRAFFIC_INTERVAL = env_int("DEMO_TRAFFIC_INTERVAL", 15, minimum=1)
+"""Seconds between two ticks of demo traffic."""
+
+if DEMO_TRAFFIC:
+    CELERY_BEAT_SCHEDULE["demo-traffic"] = {
+        "task": "demo.tasks.submit_demo_traffic",
+        "schedule": timedelta(seconds=DEMO_TRAFFIC_INTERVAL),
+        "options": {"expires": DEMO_TRAFFIC_INTERVAL},
+    }
 
 # --- Logging: INFO to the console, so `make demo` shows the cycle ticks -----------------------
 LOGGING = {

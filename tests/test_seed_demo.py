@@ -34,7 +34,7 @@ def snapshot() -> str:
 
 def seed() -> str:
     out = StringIO()
-    call_command("seed_demo", stdout=out)
+    call_command("seed_demo", history=0, stdout=out)
     return out.getvalue()
 
 
@@ -84,7 +84,7 @@ def test_seed_demo_builds_flavors_classes_queues_and_cluster() -> None:
     assert (classes["spot"].priority, classes["spot"].preemptible) == (10, True)
     assert classes["spot"].price_multiplier < classes["standard"].price_multiplier
     queues = Queue.objects.all()
-    assert queues.count() == 3
+    assert queues.count() == 4
     assert {q.cohort.name for q in queues if q.cohort} == {"research"}
     assert all(q.quotas.count() == 4 for q in queues)
     cluster = Cluster.objects.get()

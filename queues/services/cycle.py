@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import time
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.db import transaction
 from django.utils import timezone
@@ -89,7 +89,7 @@ def _record(report: CycleReport, worker: str) -> None:
     duration = report.duration_seconds
     run = CycleRun.objects.create(
         started_at=report.now,
-        finished_at=timezone.now(),
+        finished_at=report.now + timedelta(seconds=duration),  # the cycle's clock
         worker=worker,
         outcome=report.summary(),
     )

@@ -134,7 +134,7 @@ def _run_on_cluster(cluster: Cluster, effects: list[Effect], now: datetime | Non
             except WorkloadConflict as error:
                 logger.info("%s of job %s waits: %s", effect.action, effect.job_id, error)
             except DriverError as error:
-                _reject(effect, jobs.get(effect.job_id), str(error))
+                _reject(effect, jobs.get(effect.job_id), str(error), now)
     finally:
         driver.close()
 
@@ -155,12 +155,12 @@ def _run_one(driver: ClusterDriver, effect: Effect, job: Job | None) -> None:
         driver.scale(spec)
 
 
-def _reject(effect: Effect, job: Job | None, message: str) -> None:
+def _reject(effect: Effect, job: Job | None, message: str, now: datetime | None) -> None:
     """The cluster refused the job itself: retrying unchanged cannot help, so it fails."""
     logger.warning("%s of job %s rejected: %s", effect.action, effect.job_id, message)
     if job is None or effect.action != "launch":
         return
-    now = timezone.now()
+    now = now or timezone.now()  # the cycle's clock when it has one
     old = job.state
     if old not in (Job.State.ADMITTED, Job.State.RUNNING):
         return

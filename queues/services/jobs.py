@@ -7,7 +7,9 @@ Both check the caller's rights (gpuplatform/access.py), validate with field-name
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -23,12 +25,28 @@ from queues.services.transitions import move, set_runtime
 logger = logging.getLogger(__name__)
 
 
+_cycles_deferred: ContextVar[bool] = ContextVar("cycles_deferred", default=False)
+
+
+@contextmanager
+def cycles_run_by_caller() -> Iterator[None]:
+    """Inside this block, submissions and cancellations queue no cycle: the caller runs
+    ``run_cycle(now=...)`` itself (the demo's history replay, with its moving clock)."""
+    token = _cycles_deferred.set(True)
+    try:
+        yield
+    finally:
+        _cycles_deferred.reset(token)
+
+
 def queue_cycle() -> None:
     """Ask a worker for a scheduling cycle once the current transaction commits.
 
     A broker that cannot be reached is logged, not raised: the change is committed already and
     the periodic cycle (Celery beat) picks it up.
     """
+    if _cycles_deferred.get():
+        return
     transaction.on_commit(_send_cycle)
 
 

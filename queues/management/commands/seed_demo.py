@@ -1,16 +1,23 @@
-"""``python manage.py seed_demo``: the demo world of ``make demo``. Idempotent: objects that
-already exist (matched by name) are left as they are, so running it twice changes nothing."""
+"""``python manage.py seed_demo [--history DAYS]``: the demo world of ``make demo``.
+
+Idempotent: objects that already exist (matched by name) are left as they are, and the history
+(``demo.history``: DAYS of multi-team work replayed through the live services, default 30) is
+replayed only into a cluster that has no jobs yet, so running it twice changes nothing."""
 
 from __future__ import annotations
 
+import time
+from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
+from django.utils import timezone
 
+from accounting.models import FlavorPrice
 from gpuplatform.access import FINANCE_GROUP, PLATFORM_ADMIN_GROUP
 from queues.models import (
     Cluster,
@@ -32,6 +39,8 @@ DEMO_USERS: list[dict[str, Any]] = [
     {"username": "admin", "password": "admin-demo", "role": "platform admin", "admin": True},
     {"username": "alice", "password": "alice-demo", "role": "researcher, team-a"},
     {"username": "bob", "password": "bob-demo", "role": "researcher, team-b"},
+    {"username": "carol", "password": "carol-demo", "role": "researcher, team-c"},
+    {"username": "dave", "password": "dave-demo", "role": "researcher, team-d (MIG)"},
     {"username": "fiona", "password": "fiona-demo", "role": "finance", "finance": True},
 ]
 
@@ -101,22 +110,34 @@ TEAMS: dict[str, dict[str, Any]] = {
     "team-a": {
         "description": "Vision research",
         "queue": "main",
-        "quotas": {"h100": 16, "a100-80gb": 4, "h100-1g.10gb": 4, "h100-3g.40gb": 2},
+        "quotas": {"h100": 16, "a100-80gb": 4, "h100-1g.10gb": 2, "h100-3g.40gb": 1},
         "members": ["alice"],
     },
     "team-b": {
         "description": "Language models",
         "queue": "main",
-        "quotas": {"h100": 8, "a100-80gb": 8, "h100-1g.10gb": 6, "h100-3g.40gb": 1},
+        "quotas": {"h100": 8, "a100-80gb": 8, "h100-1g.10gb": 4, "h100-3g.40gb": 0},
         "members": ["bob"],
     },
     "team-c": {
         "description": "Robotics",
         "queue": "main",
-        "quotas": {"h100": 8, "a100-80gb": 4, "h100-1g.10gb": 4, "h100-3g.40gb": 1},
-        "members": [],
+        "quotas": {"h100": 8, "a100-80gb": 4, "h100-1g.10gb": 2, "h100-3g.40gb": 1},
+        "members": ["carol"],
+    },
+    "team-d": {
+        "description": "Inference and notebooks (MIG slices)",
+        "queue": "main",
+        "quotas": {"h100": 0, "a100-80gb": 0, "h100-1g.10gb": 6, "h100-3g.40gb": 2},
+        "members": ["dave"],
     },
 }
+
+# Price per unit-hour of the whole-GPU flavors (MIG slices: their GPU share of the H100 price).
+PRICES: dict[str, Decimal] = {"h100": Decimal("4.00"), "a100-80gb": Decimal("2.50")}
+PRICES_FROM = datetime(2020, 1, 1, tzinfo=UTC)
+
+DEFAULT_HISTORY_DAYS = 30
 
 COHORT = "research"
 CLUSTER = "sim-east"
@@ -158,10 +179,43 @@ def _nodes() -> list[tuple[str, dict[str, int], dict[str, str]]]:
 
 
 class Command(BaseCommand):
-    help = "Create the demo users, flavors, service classes, teams, queues and simulated cluster."
+    help = (
+        "Create the demo users, flavors, service classes, teams, queues, prices and simulated "
+        "cluster, and replay DAYS of history through the live services."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument(
+            "--history",
+            type=int,
+            default=DEFAULT_HISTORY_DAYS,
+            metavar="DAYS",
+            help=f"Days of demo work to replay, ending now (default {DEFAULT_HISTORY_DAYS}; "
+            "0: none). Skipped when the cluster already has jobs.",
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        days = options["history"]
+        if days < 0:
+            raise CommandError("--history: must be 0 or more days")
+        created = self._seed_world()
+        if created:
+            self.stdout.write(f"Created {len(created)} demo objects.")
+        else:
+            self.stdout.write("The demo data already exists; nothing changed.")
+        if days:
+            from demo.history import replay_history
+
+            self.stdout.write(f"Replaying {days} days of demo work (seeded, deterministic)...")
+            began = time.perf_counter()
+            report = replay_history(days, timezone.now(), progress=self.stdout.write)
+            self.stdout.write(f"{report.summary()} ({time.perf_counter() - began:.1f} s)")
+        self.stdout.write("Demo logins (fixed demo passwords, see README.md):")
+        for spec in DEMO_USERS:
+            self.stdout.write(f"  {spec['username']:<8} {spec['password']:<12} {spec['role']}")
 
     @transaction.atomic
-    def handle(self, *args: Any, **options: Any) -> None:
+    def _seed_world(self) -> list[str]:
         created: list[str] = []
 
         def note(obj: object, was_created: bool) -> None:
@@ -242,10 +296,11 @@ class Command(BaseCommand):
             )
             note(node, made)
 
-        if created:
-            self.stdout.write(f"Created {len(created)} demo objects.")
-        else:
-            self.stdout.write("The demo data already exists; nothing changed.")
-        self.stdout.write("Demo logins (fixed demo passwords, see README.md):")
-        for spec in DEMO_USERS:
-            self.stdout.write(f"  {spec['username']:<8} {spec['password']:<12} {spec['role']}")
+        for flavor_name, price in PRICES.items():
+            flavor_price, made = FlavorPrice.objects.get_or_create(
+                flavor=flavors[flavor_name],
+                effective_from=PRICES_FROM,
+                defaults={"price_per_unit_hour": price},
+            )
+            note(flavor_price, made)
+        return created
