@@ -1,20 +1,21 @@
 """How one scheduling cycle's cost grows with nodes, pending jobs and queues.
 
-    .venv/bin/python benchmarks/scale_sweep.py [--cycles 3] [--explain] [--out DIR] [--quick]
+    .venv/bin/python benchmarks/scale_sweep.py [--cycles 5] [--out DIR] [--quick]
 
 Engine only: for each point a scenario comes from ``benchmarks/generate.py`` (same mix as
 ``engine_bench.py``: whole GPUs and MIG slices, gangs up to 64 GPUs, prod / std / spot classes,
 queues in cohorts), a first cycle fills part of the cluster with ``nodes`` jobs (about 70% of its
 GPUs are asked for), then the pending jobs are submitted and ``run_cycle`` is timed on fresh
 snapshots ``--cycles`` times at the same instant (nothing is applied between them, so every
-cycle decides the same situation). One factor moves at a time, the others stay at the middle
-value (1,000 nodes, 10,000 pending jobs, 100 queues in 10 cohorts).
+cycle decides the same situation), first as the simulator runs it (``explain_pending=False``),
+then as the live cycle does (every pending job's explanation built too). One factor moves at a
+time, the others stay at the middle value (1,000 nodes, 10,000 pending jobs, 100 queues in 10
+cohorts).
 
 Reports the median and the max of the timed cycles per point (the max is usually the first,
 which also builds the engine's per-process caches), prints a markdown table and writes
 ``scale_sweep.md``, ``scale_sweep.csv`` and ``scale_sweep.png`` (log-log, one panel per factor)
-into ``--out`` (default ``benchmarks/results``). ``--explain`` also builds the pending jobs'
-explanations, as the live cycle does; the simulator (and the traces) run without them.
+into ``--out`` (default ``benchmarks/results``).
 """
 
 from __future__ import annotations
@@ -56,14 +57,14 @@ class Point:
     running: int
     median_ms: float
     max_ms: float
+    explain_median_ms: float
+    explain_max_ms: float
     admits: int
     stops: int
     setup_s: float
 
 
-def measure(
-    nodes: int, pending: int, queues: int, cycles: int, explain: bool, policy: str, factor: str
-) -> Point:
+def measure(nodes: int, pending: int, queues: int, cycles: int, policy: str, factor: str) -> Point:
     began = time.perf_counter()
     fill = nodes  # ~5.6 GPUs per job on average: asks for ~70% of the cluster's GPUs
     data = generate(
@@ -78,23 +79,26 @@ def measure(
     for job in jobs[fill:]:
         sim.submit(job)
     setup = time.perf_counter() - began
-    times: list[float] = []
+    times: dict[bool, list[float]] = {False: [], True: []}
     admits = stops = 0
     snapshot = sim.snapshot(60.0)
-    for _ in range(cycles):
-        snapshot = sim.snapshot(60.0)
-        t0 = time.perf_counter()
-        result = run_cycle(snapshot, policy, explain_pending=explain)
-        times.append((time.perf_counter() - t0) * 1000)
-        admits, stops = len(result.admits), len(result.stops)
+    for explain in (False, True):
+        for _ in range(cycles):
+            snapshot = sim.snapshot(60.0)
+            t0 = time.perf_counter()
+            result = run_cycle(snapshot, policy, explain_pending=explain)
+            times[explain].append((time.perf_counter() - t0) * 1000)
+            admits, stops = len(result.admits), len(result.stops)
     return Point(
         factor=factor,
         nodes=sum(len(c.nodes) for c in scenario.clusters),
         pending=len(snapshot.pending),
         queues=len(scenario.queues),
         running=len(snapshot.admitted),
-        median_ms=statistics.median(times),
-        max_ms=max(times),
+        median_ms=statistics.median(times[False]),
+        max_ms=max(times[False]),
+        explain_median_ms=statistics.median(times[True]),
+        explain_max_ms=max(times[True]),
         admits=admits,
         stops=stops,
         setup_s=setup,
@@ -102,15 +106,17 @@ def measure(
 
 
 HEADER = (
-    "| varied | nodes | pending | queues | running | median ms | max ms | admits | stops |",
-    "|---|---|---|---|---|---|---|---|---|",
+    "| varied | nodes | pending | queues | running | median ms | max ms "
+    "| explained: median ms | explained: max ms | admits | stops |",
+    "|---|---|---|---|---|---|---|---|---|---|---|",
 )
 
 
 def table_row(p: Point) -> str:
     return (
         f"| {p.factor} | {p.nodes:,} | {p.pending:,} | {p.queues:,} | {p.running:,} | "
-        f"{p.median_ms:,.0f} | {p.max_ms:,.0f} | {p.admits:,} | {p.stops:,} |"
+        f"{p.median_ms:,.0f} | {p.max_ms:,.0f} | {p.explain_median_ms:,.0f} | "
+        f"{p.explain_max_ms:,.0f} | {p.admits:,} | {p.stops:,} |"
     )
 
 
@@ -127,8 +133,10 @@ def plot(points: Sequence[Point], path: Path, title: str) -> Path | None:
     for axis, factor in zip(axes, SWEEP, strict=True):
         mine = sorted((p for p in points if p.factor == factor), key=lambda p: getattr(p, factor))
         xs = [getattr(p, factor) for p in mine]
-        axis.plot(xs, [p.median_ms for p in mine], "o-", label="median")
-        axis.plot(xs, [p.max_ms for p in mine], "x--", label="max")
+        axis.plot(xs, [p.median_ms for p in mine], "o-", color="C0", label="median")
+        axis.plot(xs, [p.max_ms for p in mine], "x--", color="C0", label="max")
+        axis.plot(xs, [p.explain_median_ms for p in mine], "o-", color="C1", label="explained")
+        axis.plot(xs, [p.explain_max_ms for p in mine], "x--", color="C1", label="explained max")
         axis.set_xscale("log")
         axis.set_yscale("log")
         axis.set_xlabel(factor)
@@ -144,8 +152,7 @@ def plot(points: Sequence[Point], path: Path, title: str) -> Path | None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cycles", type=int, default=3, help="timed cycles per point")
-    parser.add_argument("--explain", action="store_true", help="explain pending jobs too")
+    parser.add_argument("--cycles", type=int, default=5, help="timed cycles per point and mode")
     parser.add_argument("--policy", default="default")
     parser.add_argument("--quick", action="store_true", help="tiny sizes, to check the script")
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results"))
@@ -166,7 +173,6 @@ def main(argv: Sequence[str] | None = None) -> int:
                 sizes["pending"],
                 sizes["queues"],
                 args.cycles,
-                args.explain,
                 args.policy,
                 factor,
             )
@@ -174,12 +180,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(table_row(point) + f"  (setup {point.setup_s:.1f} s)", flush=True)
     total = time.perf_counter() - started
 
-    mode = "with explanations" if args.explain else "without explanations (as the simulator)"
-    title = f"one {args.policy} cycle vs scale, {mode}"
+    title = f"one {args.policy} cycle vs scale (blue: as the simulator; orange: + explanations)"
     lines = [
         "# Scale sweep: one scheduling cycle",
         "",
-        f"Policy `{args.policy}`, {mode}; {args.cycles} timed cycles per point; middle values "
+        f"Policy `{args.policy}`; {args.cycles} timed cycles per point and mode: without "
+        "explanations of pending jobs (as the simulator and the traces run) and `explained` "
+        "(as the live cycle, which tells every pending job why it waits); middle values "
         f"{middle['nodes']:,} nodes, {middle['pending']:,} pending jobs, "
         f"{middle['queues']:,} queues; `running` = jobs admitted by the fill cycle. "
         f"Total wall time {total:.0f} s.",
@@ -190,11 +197,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     (args.out / "scale_sweep.md").write_text("\n".join(lines) + "\n")
     with (args.out / "scale_sweep.csv").open("w", newline="") as f:
         writer = csv.writer(f)
-        writer.writerow(["varied", "nodes", "pending", "queues", "running", "median_ms", "max_ms"])
+        writer.writerow(
+            ["varied", "nodes", "pending", "queues", "running", "median_ms", "max_ms",
+             "explained_median_ms", "explained_max_ms"]
+        )  # fmt: skip
         for p in points:
             writer.writerow(
                 [p.factor, p.nodes, p.pending, p.queues, p.running, f"{p.median_ms:.1f}",
-                 f"{p.max_ms:.1f}"]
+                 f"{p.max_ms:.1f}", f"{p.explain_median_ms:.1f}", f"{p.explain_max_ms:.1f}"]
             )  # fmt: skip
     png = plot(points, args.out / "scale_sweep.png", title)
     print(f"\nTotal wall time: {total:.0f} s; wrote {args.out / 'scale_sweep.md'}" + (
