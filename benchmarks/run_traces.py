@@ -33,6 +33,7 @@ import argparse
 import csv
 import gzip
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -104,11 +105,17 @@ def main(argv: list[str] | None = None) -> int:
         "Times in seconds; GPU util over the makespan; Jain index of GPU-hours / nominal "
         "quota over queues with a quota; longest wait counts never-started jobs up to the end.",
     ]
+    load_before = os.getloadavg()[0]
     started = time.perf_counter()
     for trace in traces:
         sections += run_trace(trace, policies, args)
     total = time.perf_counter() - started
-    sections += ["", f"Total wall time: {total:.1f} s."]
+    sections += [
+        "",
+        f"Total wall time: {total:.1f} s on {os.cpu_count()} CPUs; load average "
+        f"{load_before:.1f} before and {os.getloadavg()[0]:.1f} after (engine seconds and "
+        "cycle times grow when other processes share the machine; the decisions do not).",
+    ]
     (args.out / "results.md").write_text("\n".join(sections) + "\n")
     print(f"\nTotal wall time: {total:.1f} s; wrote {args.out / 'results.md'}")
     return 0

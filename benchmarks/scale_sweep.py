@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import os
 import statistics
 import sys
 import time
@@ -162,6 +163,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     sweep, middle = (QUICK_SWEEP, QUICK_MIDDLE) if args.quick else (SWEEP, MIDDLE)
     args.out.mkdir(parents=True, exist_ok=True)
 
+    load_before = os.getloadavg()[0]
     started = time.perf_counter()
     points: list[Point] = []
     print("\n".join(HEADER), flush=True)
@@ -189,7 +191,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "(as the live cycle, which tells every pending job why it waits); middle values "
         f"{middle['nodes']:,} nodes, {middle['pending']:,} pending jobs, "
         f"{middle['queues']:,} queues; `running` = jobs admitted by the fill cycle. "
-        f"Total wall time {total:.0f} s.",
+        f"Total wall time {total:.0f} s; {os.cpu_count()} CPUs, load average "
+        f"{load_before:.1f} before and {os.getloadavg()[0]:.1f} after (other processes "
+        "share the machine; a busy machine makes the numbers noisier and larger).",
         "",
         *HEADER,
         *(table_row(p) for p in points),

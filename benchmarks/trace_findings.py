@@ -7,7 +7,10 @@ Reads the reports kept by ``run_traces.py`` and writes ``findings.md`` next to t
 
 - waits by gang size (1 GPU, 2-8 GPUs, more) per policy, and backfill reservations made;
 - preemptions by reason, how many distinct jobs were hit, how often the same job was hit again
-  (churn), and the GPU-hours those jobs had run before being stopped (lost unless checkpointed);
+  (churn), how many victims had run less than 10 minutes since their (re)start, how many were
+  stopped in a cycle that also admitted another job of the victim's own queue (a "swap": that
+  queue's allocation does not change, only work is lost), and the GPU-hours those jobs had run
+  before being stopped (lost unless checkpointed);
 - the job that waited longest under each policy: its queue, class, shape, flavors and the
   quota its queue has for them;
 - an ablation on each trace (unless ``--no-ablation``): the ``default`` engine with backfill
@@ -41,6 +44,8 @@ ABLATIONS = {
     "default-no-backfill": Policy("default-no-backfill", backfill=False),
     "default-no-preemption": Policy("default-no-preemption", preemption=False),
 }
+SCHEDULING_REASONS = ("reclaim", "fair-share", "priority")
+YOUNG_S = 600.0
 SIZE_BUCKETS = (("1 GPU", 0.0, 1.0), ("2-8 GPUs", 1.0, 8.0), (">8 GPUs", 8.0, float("inf")))
 
 
@@ -79,6 +84,26 @@ def preemption_facts(report: dict[str, Any], scenario: dict[str, Any]) -> dict[s
     by_preemptor: Counter[str] = Counter()
     running_since: dict[str, tuple[float, float]] = {}
     lost_gpu_hours = 0.0
+    queue_of = {j["name"]: j["queue"] for j in scenario["jobs"]}
+    by_time: dict[float, list[dict[str, Any]]] = defaultdict(list)
+    for event in report["events"]:
+        by_time[float(event["t"])].append(event)
+    swaps = 0
+    for events in by_time.values():
+        preemptors = {e.get("by") for e in events if e["type"] == "preempt"}
+        admitted = {
+            queue_of[e["job"]]
+            for e in events
+            if e["type"] == "admit" and e["job"] not in preemptors
+        }
+        swaps += sum(
+            1
+            for e in events
+            if e["type"] == "preempt"
+            and e.get("reason") in SCHEDULING_REASONS
+            and queue_of[e["job"]] in admitted
+        )
+    young = 0
     for event in report["events"]:
         kind, job = event["type"], event.get("job")
         if kind == "admit":
@@ -92,6 +117,7 @@ def preemption_facts(report: dict[str, Any], scenario: dict[str, Any]) -> dict[s
             if job in running_since:
                 began, gpus = running_since.pop(job)
                 lost_gpu_hours += max(0.0, float(event["t"]) - began) * gpus / 3600
+                young += float(event["t"]) - began < YOUNG_S
     hits = Counter(per_job.values())
     return {
         "total": sum(reasons.values()),
@@ -104,6 +130,8 @@ def preemption_facts(report: dict[str, Any], scenario: dict[str, Any]) -> dict[s
         "worst_job": per_job.most_common(1)[0][0] if per_job else None,
         "preemptors": len(by_preemptor),
         "lost_gpu_hours": lost_gpu_hours,
+        "young": young,
+        "swaps": swaps,
     }
 
 
@@ -198,8 +226,11 @@ def trace_section(folder: Path, trace: str, ablation: bool) -> list[str]:
             f"{facts['jobs_hit']:,} distinct jobs by {facts['preemptors']:,} distinct "
             f"preemptors; hit once {facts['hit_once']:,}, 2-4 times {facts['hit_2_4']:,}, "
             f"5+ times {facts['hit_5_plus']:,}; most hit: `{facts['worst_job']}` "
-            f"({facts['max_per_job']} times). GPU-hours those jobs had run before being "
-            f"stopped (lost without checkpoints): {facts['lost_gpu_hours']:,.0f}.",
+            f"({facts['max_per_job']} times). Victims that had run < 10 min since their "
+            f"(re)start: {facts['young']:,}. Stopped in a cycle that also admitted another "
+            f"job of the victim's own queue: {facts['swaps']:,}. GPU-hours those jobs had "
+            f"run before being stopped (lost without checkpoints): "
+            f"{facts['lost_gpu_hours']:,.0f}.",
         ]
 
     capacity = capacity_by_flavor(scenario)
