@@ -6,7 +6,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := var/install.stamp
 
-.PHONY: install demo test lint clean
+.PHONY: install demo test lint clean bench
 
 $(VENV)/pyvenv.cfg:
 	$(PYTHON) -m venv $(VENV)
@@ -34,6 +34,18 @@ lint: install
 	$(PY) -m mypy
 	$(PY) manage.py check
 	$(PY) manage.py makemigrations --check --dry-run
+
+# Every benchmark table and plot of BENCHMARKS.md: trace replays (tables, CSV, PNG; needs the
+# traces in ../shared/traces or $GPUPLATFORM_TRACES_DIR), their findings, the scale sweep and the
+# engine benchmark. Minutes on a 2-core machine (BENCHMARKS.md says how long); matplotlib comes
+# with the bench extra.
+bench: install
+	$(PY) -c 'import matplotlib' 2>/dev/null || $(PY) -m pip install --quiet -e '.[bench]'
+	$(PY) benchmarks/run_traces.py --keep-reports
+	$(PY) benchmarks/trace_findings.py
+	$(PY) benchmarks/scale_sweep.py
+	$(PY) benchmarks/engine_bench.py > benchmarks/results/engine_bench.txt
+	cat benchmarks/results/engine_bench.txt
 
 clean:
 	rm -rf var staticfiles .pytest_cache .mypy_cache .ruff_cache

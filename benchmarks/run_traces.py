@@ -12,9 +12,13 @@ into ``--out`` (default ``benchmarks/results/traces``):
 - ``results.md``: the tables, the import statistics and the traces' attribution;
 - ``<trace>-series.csv``: GPU utilization and pending jobs over time per policy (time-weighted
   means over equal buckets), rebuilt from the reports' events;
-- ``<trace>-series.html``: the same as interactive Plotly charts (plotly.js written once next to
-  them, so they open offline), and ``<trace>-series.png`` when matplotlib is installed (it is
-  not a dependency).
+- ``<trace>-series.png``: GPU utilization and pending jobs over time, ``default`` against
+  ``fifo`` (900 x 450, matplotlib's Agg backend; matplotlib is in the ``bench`` extra and the
+  PNG is skipped with a note when it is missing);
+- ``<trace>-series.html``: every policy as interactive Plotly charts (plotly.js written once
+  next to them, so they open offline; both are git-ignored, regenerate them);
+- ``<trace>-<policy>.json.gz`` with ``--keep-reports``: the simulator reports, for
+  ``benchmarks/trace_findings.py`` (git-ignored).
 
 The scenarios are sized so that the full run takes minutes on a 2-core machine; ``--quick``
 caps each at a few hundred jobs. The sizes make jobs wait (a small ``quota_scale`` for Philly,
@@ -27,6 +31,9 @@ from __future__ import annotations
 
 import argparse
 import csv
+import gzip
+import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -80,6 +87,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/traces"))
     parser.add_argument("--trace-dir", type=Path, help="root of the traces (default: shared)")
     parser.add_argument("--buckets", type=int, default=200, help="points of the time series")
+    parser.add_argument(
+        "--keep-reports", action="store_true", help="write each report as <trace>-<policy>.json.gz"
+    )
     args = parser.parse_args(argv)
     traces = [t.strip() for t in args.traces.split(",") if t.strip()]
     policies = [p.strip() for p in args.policies.split(",") if p.strip()]
@@ -95,11 +105,17 @@ def main(argv: list[str] | None = None) -> int:
         "Times in seconds; GPU util over the makespan; Jain index of GPU-hours / nominal "
         "quota over queues with a quota; longest wait counts never-started jobs up to the end.",
     ]
+    load_before = os.getloadavg()[0]
     started = time.perf_counter()
     for trace in traces:
         sections += run_trace(trace, policies, args)
     total = time.perf_counter() - started
-    sections += ["", f"Total wall time: {total:.1f} s."]
+    sections += [
+        "",
+        f"Total wall time: {total:.1f} s on {os.cpu_count()} CPUs; load average "
+        f"{load_before:.1f} before and {os.getloadavg()[0]:.1f} after (engine seconds and "
+        "cycle times grow when other processes share the machine; the decisions do not).",
+    ]
     (args.out / "results.md").write_text("\n".join(sections) + "\n")
     print(f"\nTotal wall time: {total:.1f} s; wrote {args.out / 'results.md'}")
     return 0
@@ -135,6 +151,12 @@ def run_trace(trace: str, policies: list[str], args: argparse.Namespace) -> list
         reports[policy] = report
         rows.append(summary_row(report, imported.scenario))
         print(f"  {policy}: {walls[policy]:.1f} s wall", flush=True)
+        if args.keep_reports:
+            with gzip.open(args.out / f"{trace}-{policy}.json.gz", "wt") as f:
+                json.dump(report, f)
+    if args.keep_reports:
+        with gzip.open(args.out / f"{trace}-scenario.json.gz", "wt") as f:
+            json.dump(imported.scenario, f)
     table = markdown_table(rows)
     print(table, flush=True)
 
@@ -211,24 +233,35 @@ def _plotly(trace: str, columns: dict[str, list[tuple[float, float]]], out: Path
     return [path]
 
 
+PNG_POLICIES = ("default", "fifo")
+PNG_SIZE = (9.0, 4.5)  # inches at 100 dpi: 900 x 450 pixels
+
+
 def _matplotlib(trace: str, columns: dict[str, list[tuple[float, float]]], out: Path) -> list[Path]:
+    """GPU utilization and pending jobs over time, ``default`` against ``fifo``."""
     try:
         import matplotlib  # type: ignore[import-not-found, unused-ignore]
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt  # type: ignore[import-not-found, unused-ignore]
     except ImportError:
+        print("  (no PNG: matplotlib is not installed; pip install -e '.[bench]')", flush=True)
         return []
-    fig, (top, bottom) = plt.subplots(2, 1, sharex=True, figsize=(10, 7))
-    for name, points in columns.items():
-        axis = top if name.startswith("util_") else bottom
-        axis.plot([t / 3600 for t, _ in points], [v for _, v in points], label=name)
+    fig, (top, bottom) = plt.subplots(2, 1, sharex=True, figsize=PNG_SIZE, dpi=100)
+    for policy in PNG_POLICIES:
+        for axis, prefix in ((top, "util_"), (bottom, "pending_")):
+            points = columns.get(prefix + policy)
+            if points:
+                axis.plot([t / 3600 for t, _ in points], [v for _, v in points], label=policy)
     top.set_ylabel("GPU utilization")
+    top.set_ylim(0, 1.05)
     bottom.set_ylabel("pending jobs")
-    bottom.set_xlabel("hours")
-    top.legend()
-    bottom.legend()
-    fig.suptitle(f"{trace}: policies over time")
+    bottom.set_xlabel("hours since the first submission")
+    top.legend(loc="lower right", fontsize="small")
+    for axis in (top, bottom):
+        axis.grid(alpha=0.3)
+    fig.suptitle(f"{trace}: default vs fifo over time", fontsize="medium")
+    fig.tight_layout()
     path = out / f"{trace}-series.png"
     fig.savefig(path, dpi=100)
     plt.close(fig)

@@ -20,7 +20,9 @@ from typing import Any, Generic, TypeVar
 ScenarioDict = dict[str, Any]
 
 TRACES_ENV = "GPUPLATFORM_TRACES_DIR"
-DEFAULT_TRACES_DIR = Path("/work/shared/traces")
+DEFAULT_TRACES_DIR = Path(__file__).resolve().parents[3] / "shared" / "traces"
+"""``shared/traces`` beside the repository checkout (CI clones the repository with ``shared/``
+next to it); ``$GPUPLATFORM_TRACES_DIR`` overrides it."""
 DEFAULT_CYCLE_INTERVAL = 60.0
 """Periodic cycle for trace scenarios: traces span weeks, and the engine also runs a cycle at
 every submit and finish, so a 60 s tick loses nothing and keeps long replays affordable."""
@@ -110,7 +112,8 @@ class Earliest(Generic[T]):
 
 
 def traces_dir() -> Path:
-    """Where the public traces live: ``$GPUPLATFORM_TRACES_DIR`` or ``/work/shared/traces``."""
+    """Where the public traces live: ``$GPUPLATFORM_TRACES_DIR`` if set, else
+    ``<repository root>/../shared/traces``."""
     return Path(os.environ.get(TRACES_ENV, str(DEFAULT_TRACES_DIR)))
 
 

@@ -1,0 +1,78 @@
+"""The benchmark helpers that explain trace results and measure cycle cost."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from benchmarks.scale_sweep import measure
+from benchmarks.trace_findings import longest_wait, preemption_facts, waits_by_size
+
+SCENARIO: dict[str, Any] = {
+    "flavors": [{"name": "gpu", "resource": "nvidia.com/gpu", "gpu_equivalent": 1.0}],
+    "clusters": [{"name": "c", "nodes": [{"name": "n1", "gpus": {"gpu": 8}}]}],
+    "service_classes": [{"name": "std", "priority": 100, "preemptible": True, "can_borrow": True}],
+    "queues": [
+        {"name": "a", "cohort": "co", "quotas": {"gpu": {"nominal": 2}}},
+        {"name": "b", "cohort": "co", "quotas": {"gpu": {"nominal": 6}}},
+    ],
+    "jobs": [
+        {"name": n, "queue": q, "class": "std", "submit_at": 0, "workers": 1,
+         "gpus_per_worker": g, "flavor": "gpu", "duration": 5000}
+        for n, q, g in (("a1", "a", 1), ("a2", "a", 1), ("b1", "b", 1), ("big", "b", 8))
+    ],
+}  # fmt: skip
+
+
+def admit(t: float, job: str, gpus: int = 1) -> dict[str, Any]:
+    return {"t": t, "type": "admit", "job": job, "flavor": "gpu", "placement": {"n1": gpus}}
+
+
+def preempt(t: float, job: str, by: str, reason: str = "fair-share") -> dict[str, Any]:
+    return {"t": t, "type": "preempt", "job": job, "by": by, "reason": reason}
+
+
+def test_a_victim_stopped_while_its_own_queue_is_admitted_counts_as_a_swap() -> None:
+    report = {
+        "events": [
+            admit(0, "a1"),
+            preempt(300, "a1", by="b1"),
+            admit(300, "a2"),  # queue a gets a GPU in the very cycle it loses one
+            admit(300, "b1"),
+            admit(400, "a1"),
+            preempt(2000, "a1", by="b1", reason="reclaim"),
+        ]
+    }
+    facts = preemption_facts(report, SCENARIO)
+    assert facts["total"] == 2
+    assert facts["reasons"] == {"fair-share": 1, "reclaim": 1}
+    assert facts["swaps"] == 1
+    assert facts["jobs_hit"] == 1 and facts["max_per_job"] == 2
+    assert facts["young"] == 1  # 300 s after its start; the second stop came 1,600 s after
+    assert round(facts["lost_gpu_hours"], 3) == round((300 + 1600) / 3600, 3)
+
+
+def test_waits_are_split_by_gang_size_and_the_longest_wait_names_the_job() -> None:
+    report = {
+        "events": [admit(0, "a1"), admit(50, "b1"), admit(9000, "big", 8)],
+        "jobs": [
+            {"name": "a1", "submitted_at": 0, "started_at": 0},
+            {"name": "b1", "submitted_at": 0, "started_at": 50},
+            {"name": "big", "submitted_at": 0, "started_at": 9000},
+            {"name": "a2", "submitted_at": 0, "started_at": None},
+        ],
+    }
+    sizes = waits_by_size(report, {"a1": 1, "a2": 1, "b1": 1, "big": 8})
+    assert sizes["1 GPU"] == (2, 25.0)
+    assert sizes["2-8 GPUs"] == (1, 9000.0)
+    worst = longest_wait(report, SCENARIO)
+    assert worst["job"] == "big" and worst["wait"] == 9000
+    assert worst["nominal"] == {"gpu": 6}
+
+
+def test_scale_sweep_point_times_a_cycle_with_the_requested_pending_jobs() -> None:
+    point = measure(nodes=20, pending=60, queues=4, cycles=2, policy="default", factor="nodes")
+    assert point.nodes == 20 and point.queues == 4
+    assert point.pending >= 60  # plus fill jobs the first cycle could not place
+    assert point.running > 0
+    assert 0 < point.median_ms <= point.max_ms
+    assert 0 < point.explain_median_ms <= point.explain_max_ms
