@@ -36,6 +36,7 @@ from queues.scheduling.preemption import PreemptionPlan, candidates, plan_preemp
 
 _CACHE_LOCK = threading.Lock()
 MAX_FAILED_PREEMPTIONS = 8  # bound on fruitless preemption searches per cycle
+MEMOIZE = True  # reuse admission failures by job shape; off only to test it changes nothing
 
 
 def rank(ctx: CycleContext, pending: tuple[PendingJob, ...]) -> list[PendingJob]:
@@ -96,6 +97,12 @@ class _Cycle:
         self.capacity_blocked: set[str] = set()  # flavors some pending job waits for GPUs of
         # admission failures by job shape, valid until the cycle's state next changes
         self.admit_failed: dict[tuple[object, ...], tuple[str, str] | None] = {}
+        self.quota_memo: dict[tuple[str, str, int, bool], str | None] = {}  # same validity
+
+    def _state_changes(self) -> None:
+        """Admission, preemption or a reservation is about to change what later jobs see."""
+        self.admit_failed.clear()
+        self.quota_memo.clear()
 
     # -- admission ---------------------------------------------------------------------------
     def try_admit(self, job: PendingJob) -> bool:
@@ -108,7 +115,7 @@ class _Cycle:
         # a job of the same shape already failed on this very state: it fails the same way
         shape_key = (job.queue, job.service_class, job.flavors, g, least, job.workers)
         memo_key = (shape_key, job.topology, long_job)
-        if memo_key in self.admit_failed:
+        if MEMOIZE and memo_key in self.admit_failed:
             known = self.admit_failed[memo_key]
             if known is not None:
                 self.blocked_reason[job.name] = known
@@ -129,7 +136,12 @@ class _Cycle:
         res = ctx.reservation
         first_reason: tuple[str, str] | None = None
         for f in job.flavors:
-            reason = ctx.quota.blocked_reason(job.queue, f, least * g, cls.can_borrow)
+            qkey = (job.queue, f, least * g, cls.can_borrow)
+            if MEMOIZE and qkey in self.quota_memo:
+                reason = self.quota_memo[qkey]
+            else:
+                reason = ctx.quota.blocked_reason(job.queue, f, least * g, cls.can_borrow)
+                self.quota_memo[qkey] = reason
             if reason is not None:
                 first_reason = first_reason or (reason, f)
                 continue
@@ -187,7 +199,7 @@ class _Cycle:
         self, job: PendingJob, flavor: str, p: Placement, start_at: float, long_job: bool
     ) -> None:
         ctx = self.ctx
-        self.admit_failed.clear()
+        self._state_changes()
         units = {i: w * job.gpus_per_worker for i, w in p.workers.items()}
         ctx.cap.take(flavor, units)
         total = sum(units.values())
@@ -240,7 +252,7 @@ class _Cycle:
 
     def commit_preemption(self, job: PendingJob, flavor: str, plan: PreemptionPlan) -> None:
         ctx = self.ctx
-        self.admit_failed.clear()
+        self._state_changes()
         now = ctx.now
         free = ctx.cap.free_of(flavor)
         before = dict(free)
@@ -338,7 +350,7 @@ class _Cycle:
         flavors = [f for f in job.flavors if ctx.cap.total.get(f)]
         if not flavors:
             return
-        self.admit_failed.clear()
+        self._state_changes()
         ctx.reservation = find_reservation(ctx, job, flavors)
 
     def grow(self) -> None:
