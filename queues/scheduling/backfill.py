@@ -43,22 +43,30 @@ def find_reservation(ctx: CycleContext, job: PendingJob, flavors: list[str]) -> 
         free = dict(ctx.cap.free_of(flavor))
         total = sum(free.values())
         events = release_schedule(ctx, flavor)
-        released: list[tuple[str, int]] = []  # quota given back on trial, undone below
+        # quota given back on trial: applied (summed per queue) before each quota check, and
+        # undone below; usage and pool accounting are additive, so the order does not matter
+        releasing: dict[str, int] = {}
+        released: dict[str, int] = {}
         pos = 0
+        n_events = len(events)
         t = ctx.now
         while True:
             if best is not None and t >= best.start:
                 break
-            while pos < len(events) and events[pos][0] <= t:
+            while pos < n_events and events[pos][0] <= t:
                 _, i, u, q = events[pos]
                 if i in free:
                     free[i] += u
                     total += u
                 # only its own queue and its cohort bear on the job's quota
                 if q and (q == job.queue or (cohort is not None and quota.cohort.get(q) == cohort)):
-                    quota.add(q, flavor, -u)
-                    released.append((q, u))
+                    releasing[q] = releasing.get(q, 0) + u
                 pos += 1
+            if total >= need and releasing:
+                for q, u in releasing.items():
+                    quota.add(q, flavor, -u)
+                    released[q] = released.get(q, 0) + u
+                releasing.clear()
             if total >= need and quota.blocked_reason(job.queue, flavor, need, can_borrow) is None:
                 attempts -= 1
                 if attempts < 0:
@@ -72,10 +80,10 @@ def find_reservation(ctx: CycleContext, job: PendingJob, flavors: list[str]) -> 
                         job.name, t, p.cluster, flavor, units, spare, job.queue, room
                     )
                     break
-            if pos >= len(events):
+            if pos >= n_events:
                 break
             t = events[pos][0]
-        for q, u in reversed(released):
+        for q, u in released.items():
             quota.add(q, flavor, u)
     return best
 

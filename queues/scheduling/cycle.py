@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
+from typing import Literal
 
 from queues.scheduling import explain, fairshare
 from queues.scheduling.backfill import (
@@ -25,6 +26,7 @@ from queues.scheduling.model import (
     PendingJob,
     Reserve,
     Scale,
+    ServiceClass,
     Snapshot,
     Stop,
 )
@@ -34,6 +36,7 @@ from queues.scheduling.preemption import PreemptionPlan, candidates, plan_preemp
 
 _CACHE_LOCK = threading.Lock()
 MAX_FAILED_PREEMPTIONS = 8  # bound on fruitless preemption searches per cycle
+MEMOIZE = True  # reuse admission failures by job shape; off only to test it changes nothing
 
 
 def rank(ctx: CycleContext, pending: tuple[PendingJob, ...]) -> list[PendingJob]:
@@ -52,12 +55,18 @@ def rank(ctx: CycleContext, pending: tuple[PendingJob, ...]) -> list[PendingJob]
     quota = ctx.quota
     prio = {c.name: c.priority for c in snap.service_classes}
 
+    within: dict[tuple[str, tuple[str, ...], int], bool] = {}  # many jobs share one shape
+
     def key(j: PendingJob) -> tuple[int, int, float, float, str]:
         units = (j.min_workers or j.workers) * j.gpus_per_worker
-        # a queue without cohort never borrows: its jobs only wait for its own nominal
-        nominal = quota.cohort.get(j.queue) is None or any(
-            quota.within_nominal(j.queue, f, units) for f in j.flavors
-        )
+        shape = (j.queue, j.flavors, units)
+        nominal = within.get(shape)
+        if nominal is None:
+            # a queue without cohort never borrows: its jobs only wait for its own nominal
+            nominal = quota.cohort.get(j.queue) is None or any(
+                quota.within_nominal(j.queue, f, units) for f in j.flavors
+            )
+            within[shape] = nominal
         return (
             0 if nominal else 1,
             -prio.get(j.service_class, 0),
@@ -86,6 +95,14 @@ class _Cycle:
         self.reserve_tried = False
         self.head_blocker: str | None = None
         self.capacity_blocked: set[str] = set()  # flavors some pending job waits for GPUs of
+        # admission failures by job shape, valid until the cycle's state next changes
+        self.admit_failed: dict[tuple[object, ...], tuple[str, str] | None] = {}
+        self.quota_memo: dict[tuple[str, str, int, bool], str | None] = {}  # same validity
+
+    def _state_changes(self) -> None:
+        """Admission, preemption or a reservation is about to change what later jobs see."""
+        self.admit_failed.clear()
+        self.quota_memo.clear()
 
     # -- admission ---------------------------------------------------------------------------
     def try_admit(self, job: PendingJob) -> bool:
@@ -95,9 +112,36 @@ class _Cycle:
         least = job.min_workers or job.workers
         res = ctx.reservation
         long_job = res is not None and ctx.est_end_of(job) > res.start
+        # a job of the same shape already failed on this very state: it fails the same way
+        shape_key = (job.queue, job.service_class, job.flavors, g, least, job.workers)
+        memo_key = (shape_key, job.topology, long_job)
+        if MEMOIZE and memo_key in self.admit_failed:
+            known = self.admit_failed[memo_key]
+            if known is not None:
+                self.blocked_reason[job.name] = known
+            return False
+        first_reason = self._try_admit(job, cls, g, least, long_job)
+        if first_reason is True:
+            return True
+        self.admit_failed[memo_key] = first_reason
+        if first_reason is not None:
+            self.blocked_reason[job.name] = first_reason
+        return False
+
+    def _try_admit(
+        self, job: PendingJob, cls: ServiceClass, g: int, least: int, long_job: bool
+    ) -> tuple[str, str] | Literal[True] | None:
+        """Admit ``job`` if it fits (True); otherwise the first flavor's blocking reason."""
+        ctx = self.ctx
+        res = ctx.reservation
         first_reason: tuple[str, str] | None = None
         for f in job.flavors:
-            reason = ctx.quota.blocked_reason(job.queue, f, least * g, cls.can_borrow)
+            qkey = (job.queue, f, least * g, cls.can_borrow)
+            if MEMOIZE and qkey in self.quota_memo:
+                reason = self.quota_memo[qkey]
+            else:
+                reason = ctx.quota.blocked_reason(job.queue, f, least * g, cls.can_borrow)
+                self.quota_memo[qkey] = reason
             if reason is not None:
                 first_reason = first_reason or (reason, f)
                 continue
@@ -137,9 +181,7 @@ class _Cycle:
                 continue
             self.commit_admit(job, f, p, ctx.now, long_job)
             return True
-        if first_reason is not None:
-            self.blocked_reason[job.name] = first_reason
-        return False
+        return first_reason
 
     def _capacity_reason(self, job: PendingJob, flavor: str) -> str:
         cap = self.ctx.cap
@@ -157,6 +199,7 @@ class _Cycle:
         self, job: PendingJob, flavor: str, p: Placement, start_at: float, long_job: bool
     ) -> None:
         ctx = self.ctx
+        self._state_changes()
         units = {i: w * job.gpus_per_worker for i, w in p.workers.items()}
         ctx.cap.take(flavor, units)
         total = sum(units.values())
@@ -209,6 +252,7 @@ class _Cycle:
 
     def commit_preemption(self, job: PendingJob, flavor: str, plan: PreemptionPlan) -> None:
         ctx = self.ctx
+        self._state_changes()
         now = ctx.now
         free = ctx.cap.free_of(flavor)
         before = dict(free)
@@ -306,6 +350,7 @@ class _Cycle:
         flavors = [f for f in job.flavors if ctx.cap.total.get(f)]
         if not flavors:
             return
+        self._state_changes()
         ctx.reservation = find_reservation(ctx, job, flavors)
 
     def grow(self) -> None:

@@ -206,6 +206,8 @@ def plan_preemption(
     # cheap bound: even stopping every candidate cannot make room
     if s.free_total + sum(c.count * c.g for c in cands) < s.need:
         return None
+    if _quota_blocked_without_all(s, cands):
+        return None
     chosen: set[str] = set()
     placement: Placement | None = None
     added = True
@@ -263,6 +265,24 @@ def plan_preemption(
     plan = PreemptionPlan(placement, victims, dict(s.free))
     s.undo_all()
     return plan
+
+
+def _quota_blocked_without_all(s: _Search, cands: list[RunningJob]) -> bool:
+    """Cheap bound: the preemptor's quota stays blocked even with every candidate removed.
+
+    Whether a job fits its quota only improves as usage in its queue and its cohort's pool
+    goes down, so no subset of the candidates can help then.
+    """
+    quota = s.ctx.quota
+    by_queue: dict[str, int] = {}
+    for c in cands:
+        by_queue[c.queue] = by_queue.get(c.queue, 0) + c.count * c.g
+    for q, units in by_queue.items():
+        quota.add(q, s.flavor, -units)
+    blocked = quota.blocked_reason(s.job.queue, s.flavor, s.need, s.cls.can_borrow) is not None
+    for q, units in by_queue.items():
+        quota.add(q, s.flavor, units)
+    return blocked
 
 
 def _give_back(s: _Search, placement: Placement) -> None:

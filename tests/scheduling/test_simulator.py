@@ -177,3 +177,20 @@ def test_run_cycle_does_not_depend_on_the_snapshots_it_saw_before() -> None:
     later = sim.snapshot(50.0)
     run_cycle(later)  # the engine's caches now hold the later snapshot's jobs
     assert run_cycle(first) == before
+
+
+@pytest.mark.parametrize("seed", [2, 5])
+def test_reusing_admission_failures_by_job_shape_changes_no_decision(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from queues.scheduling import cycle
+
+    data = generate(seed=seed, nodes=30, queues=8, cohorts=2, jobs=300, mig_fraction=0.2)
+    sc = parse_scenario(data, source=f"generated-{seed}")
+    for policy in ("default", "fifo"):
+        memoized = simulate(sc, policy)
+        monkeypatch.setattr(cycle, "MEMOIZE", False)
+        fresh = simulate(sc, policy)
+        monkeypatch.setattr(cycle, "MEMOIZE", True)
+        assert memoized["events"] == fresh["events"], policy
+        assert without_timing(memoized) == without_timing(fresh), policy
