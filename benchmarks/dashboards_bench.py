@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import statistics
 import sys
 import time
 from datetime import timedelta
@@ -27,19 +26,11 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from page_timing import measure, setup_django  # noqa: E402 (after the path set-up)
+
 TARGET_MS = 500.0
 PRICE = Decimal("2.00")
-
-
-def setup(db_path: Path) -> None:
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gpuplatform.settings")
-    os.environ["DATABASE_URL"] = f"sqlite:///{db_path}"
-    import django
-
-    django.setup()
-    from django.test.utils import setup_test_environment
-
-    setup_test_environment()
 
 
 def seed(teams: int, days: int) -> dict[str, Any]:
@@ -184,21 +175,6 @@ def seed(teams: int, days: int) -> dict[str, Any]:
     return {"now": now, "records": len(records), "team": team_rows[0]}
 
 
-def measure(client: Any, url: str, runs: int) -> tuple[float, float, int, int]:
-    from django.db import connection
-    from django.test.utils import CaptureQueriesContext
-
-    client.get(url)  # warm caches
-    times, status, queries = [], 0, 0
-    for _ in range(runs):
-        with CaptureQueriesContext(connection) as captured:
-            started = time.perf_counter()
-            response = client.get(url)
-            times.append((time.perf_counter() - started) * 1000)
-        status, queries = response.status_code, len(captured)
-    return statistics.median(times), max(times), queries, status
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--teams", type=int, default=50)
@@ -208,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     args.db.parent.mkdir(parents=True, exist_ok=True)
     args.db.unlink(missing_ok=True)
-    setup(args.db)
+    setup_django(args.db)
 
     from django.contrib.auth import get_user_model
     from django.test import Client

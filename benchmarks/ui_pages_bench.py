@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
 import time
 from datetime import timedelta
@@ -23,18 +22,10 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from page_timing import measure, setup_django  # noqa: E402 (after the path set-up)
+
 TARGET_MS = 300.0
-
-
-def setup(db_path: Path) -> None:
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gpuplatform.settings")
-    os.environ["DATABASE_URL"] = f"sqlite:///{db_path}"
-    import django
-
-    django.setup()
-    from django.test.utils import setup_test_environment
-
-    setup_test_environment()  # allows the test client's host, keeps e-mail local
 
 
 def seed(jobs: int, pending_share: float) -> dict[str, Any]:
@@ -126,23 +117,6 @@ def seed(jobs: int, pending_share: float) -> dict[str, Any]:
     }
 
 
-def measure(client: Any, url: str, runs: int) -> tuple[float, float, int, int]:
-    from django.db import connection
-    from django.test.utils import CaptureQueriesContext
-
-    times = []
-    status = 0
-    queries = 0
-    client.get(url)  # warm template and URL caches
-    for _ in range(runs):
-        with CaptureQueriesContext(connection) as captured:
-            started = time.perf_counter()
-            response = client.get(url)
-            times.append((time.perf_counter() - started) * 1000)
-        status, queries = response.status_code, len(captured)
-    return statistics.median(times), max(times), queries, status
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=10_000)
@@ -152,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     args.db.parent.mkdir(parents=True, exist_ok=True)
     args.db.unlink(missing_ok=True)
-    setup(args.db)
+    setup_django(args.db)
 
     from django.contrib.auth import get_user_model
     from django.test import Client
