@@ -9,28 +9,20 @@ when it changes, with an event only when its reason changes.
 
 from __future__ import annotations
 
-import dataclasses
-from datetime import UTC, datetime
+from datetime import datetime
 
 from queues.models import Job, JobEvent, JobRuntime, Queue
 from queues.scheduling import model as engine
 from queues.scheduling.explain import PendingInfo
 from queues.scheduling.fairshare import decay_usage
-from queues.services import counters
+from queues.services import counters, messages
 from queues.services import effects as fx
+from queues.services.messages import clock, when
 from queues.services.report import CycleReport
 from queues.services.snapshot import LiveSnapshot, queue_key
 from queues.services.transitions import event, job_label, move, set_runtime
 
 RUNTIME_FIELDS_ON_PENDING = ["pending_reason", "pending_message", "estimated_start"]
-
-
-def when(seconds: float) -> datetime:
-    return datetime.fromtimestamp(seconds, tz=UTC)
-
-
-def clock(moment: datetime) -> str:
-    return f"{moment:%Y-%m-%d %H:%M:%S} UTC"
 
 
 class Applier:
@@ -96,51 +88,20 @@ class Applier:
         self.report.add(kind, f"{job_label(job)}: {text}")
 
     def _stop_text(self, job: Job, decision: engine.Stop, release: datetime) -> str:
-        by = self.label(decision.by)
         preemptor = self.jobs.get(decision.by or "")
-        their_queue = queue_key(preemptor.queue) if preemptor is not None else "?"
-        mine = queue_key(job.queue)
-        if release > self.now:
-            grace = int((release - self.now).total_seconds())
-            tail = (
-                f" It stops with a {grace} s grace period (until {clock(release)}), then goes "
-                "back to the queue with its original submission time."
-            )
-        else:
-            tail = " It goes back to the queue with its original submission time."
-        reason = decision.reason
-        if reason == "reclaim":
-            return (
-                f"Preempted by {by} of queue {their_queue}, which reclaims its nominal quota: "
-                f"queue {mine} was borrowing above its nominal quota." + tail
-            )
-        if reason == "fair-share":
-            return (
-                f"Preempted by {by} of queue {their_queue} under fair sharing: queue {mine} "
-                "held a larger share of the cohort's borrowed GPUs." + tail
-            )
-        if reason == "priority":
-            cls = preemptor.service_class if preemptor is not None else None
-            level = f" (class {cls.name}, priority {cls.priority})" if cls is not None else ""
-            return f"Preempted by higher-priority {by}{level} of the same queue." + tail
-        if reason == "node-failure":
-            failed = self._failed_nodes(job)
-            if release > self.now:
-                return (
-                    f"Node {', '.join(failed) or 'of this job'} failed: the whole gang is stopped."
-                    + tail
-                )
-            return (
-                f"Node {', '.join(failed) or 'of this job'} failed: the whole gang is stopped "
-                "and requeued with its original submission time."
-            )
-        if reason == "max-runtime":
-            limit = job.service_class.max_runtime
-            return (
-                f"Ran longer than the maximum runtime of class {job.service_class.name} "
-                f"({limit} s): stopped and marked failed."
-            )
-        return f"Stopped ({reason})." + tail
+        cls = preemptor.service_class if preemptor is not None else None
+        return messages.stopped(
+            decision.reason,
+            now=self.now,
+            release=release,
+            by=self.label(decision.by),
+            their_queue=queue_key(preemptor.queue) if preemptor is not None else "?",
+            mine=queue_key(job.queue),
+            preemptor_class=(cls.name, cls.priority) if cls is not None else None,
+            failed_nodes=self._failed_nodes(job) if decision.reason == "node-failure" else (),
+            service_class=job.service_class.name,
+            max_runtime=job.service_class.max_runtime,
+        )
 
     def _failed_nodes(self, job: Job) -> list[str]:
         cluster = job.cluster.name if job.cluster is not None else ""
@@ -170,13 +131,8 @@ class Applier:
         previous = [(int(i), str(n)) for i, n in (runtime.worker_nodes if runtime else [])]
         set_runtime(job.pk, worker_nodes=[list(w) for w in fx.worker_layout(previous, placement)])
         job.placement, job.current_workers = placement, decision.workers
-        if decision.reason == "grow":
-            text = f"Grew from {before} to {decision.workers} workers into idle GPUs."
-        else:
-            text = (
-                f"Shrunk from {before} to {decision.workers} workers for {self.label(decision.by)}"
-                f" ({decision.reason})."
-            )
+        text = messages.scaled(before, decision.workers, self.label(decision.by), decision.reason)
+        if decision.reason != "grow":
             counters.increment("gpuplatform_preemptions_total", reason=decision.reason or "")
         self.effects.append(fx.scale(job))
         self.events.append(event(job, "scaled", text, self.now, workers=decision.workers))
@@ -218,23 +174,19 @@ class Applier:
             pending_message="",
             estimated_start=None,
         )
-        where = ", ".join(
-            f"{node} ({units} {flavor.name})" for node, units in sorted(decision.placement.items())
-        )
-        total = sum(decision.placement.values())
         queue = queue_key(job.queue)
-        if decision.borrowing:
-            cohort = job.queue.cohort.name if job.queue.cohort else "its cohort"
-            quota = f"borrowing above queue {queue}'s nominal quota from cohort {cohort}"
-        else:
-            quota = f"within queue {queue}'s nominal quota"
-        text = (
-            f"Admitted to cluster {cluster.name} on {where}: {decision.workers} worker(s), "
-            f"{total} {flavor.name} in all, {quota}."
+        text = messages.admitted(
+            cluster=cluster.name,
+            flavor=flavor.name,
+            placement=decision.placement,
+            workers=decision.workers,
+            queue=queue,
+            borrowing=decision.borrowing,
+            cohort=job.queue.cohort.name if job.queue.cohort else None,
+            start=start,
+            now=self.now,
         )
-        if start > self.now:
-            text += f" Starts at {clock(start)}, when the preempted jobs' grace period ends."
-        else:
+        if start <= self.now:
             self.effects.append(fx.launch(job))
         counters.increment("gpuplatform_admitted_workloads_total", queue=queue)
         self.events.append(
@@ -260,7 +212,7 @@ class Applier:
             row = self.live.jobs.get(name)
             if row is None or row.state != Job.State.PENDING:
                 continue
-            message, estimate = self._message(info)
+            message, estimate = messages.pending(info, self.label)
             if (row.pending_reason or "", row.pending_message or "") != (info.reason, message):
                 candidates[row.pk] = (info, message, estimate)
         # what the rows hold now (another run may have written the same explanation already)
@@ -294,20 +246,6 @@ class Applier:
                 update_fields=RUNTIME_FIELDS_ON_PENDING,
             )
         self.report.pending = len(result.pending)
-
-    def _message(self, info: PendingInfo) -> tuple[str, datetime | None]:
-        """The engine's sentence with job labels and a wall-clock estimated start."""
-        if info.blocker or info.estimated_start is not None:  # (copying 5,000 infos is slow)
-            blocker = self.label(info.blocker) if info.blocker else ""
-            info_in_words = dataclasses.replace(info, estimated_start=None, blocker=blocker)
-        else:
-            info_in_words = info
-        message = info_in_words.message
-        estimate = None
-        if info.estimated_start is not None:
-            estimate = when(info.estimated_start)
-            message += f" Estimated start: {clock(estimate)}."
-        return message, estimate
 
     def reservation(self, reserve: engine.Reserve | None) -> None:
         if reserve is None:

@@ -20,6 +20,7 @@ from django.utils import timezone
 from gpuplatform import access
 from queues.models import Flavor, IllegalTransition, Job, JobEvent, JobRuntime, Queue, ServiceClass
 from queues.services import effects as fx
+from queues.services import messages
 from queues.services.transitions import move, set_runtime
 
 logger = logging.getLogger(__name__)
@@ -30,8 +31,8 @@ _cycles_deferred: ContextVar[bool] = ContextVar("cycles_deferred", default=False
 
 @contextmanager
 def cycles_run_by_caller() -> Iterator[None]:
-    """Inside this block, submissions and cancellations queue no cycle: the caller runs
-    ``run_cycle(now=...)`` itself (the demo's history replay, with its moving clock)."""
+    """Inside this block, submissions and cancellations queue no cycle: the caller queues or
+    runs the cycle itself (the demo's live traffic queues one for a whole tick)."""
     token = _cycles_deferred.set(True)
     try:
         yield
@@ -108,12 +109,18 @@ def submit_job(
         job.save()
         job.set_acceptable_flavors(list(flavors))
         JobRuntime.objects.create(job=job)
-        size = f"{workers} worker(s) x {gpus_per_worker} {' or '.join(f.name for f in flavors)}"
         JobEvent.objects.create(
             job=job,
             at=moment,
             kind="submitted",
-            message=f"Submitted to queue {queue} by {owner}: {size}, class {service_class}.",
+            message=messages.submitted(
+                str(queue),
+                str(owner),
+                workers,
+                gpus_per_worker,
+                [f.name for f in flavors],
+                str(service_class),
+            ),
         )
         queue_cycle()
     return job

@@ -27,6 +27,7 @@ from queues.clusters.base import (
 from queues.clusters.factory import get_driver
 from queues.models import Cluster, Flavor, Job, JobEvent, JobRuntime, Node
 from queues.services import effects as fx
+from queues.services import messages
 from queues.services.report import CycleReport
 from queues.services.snapshot import HOLDING_STATES
 from queues.services.transitions import event, job_label, move, set_runtime
@@ -151,7 +152,7 @@ def _follow(
         if not move(job, Job.State.RUNNING, now):
             return []
         nodes = sorted({w.node for w in workload.workers})
-        text = f"All {len(workload.workers)} worker(s) running on {', '.join(nodes)}."
+        text = messages.started(len(workload.workers), nodes)
         report.add("started", f"{job_label(job)}: {text}")
         out = [event(job, "started", text, now)]
         if phase == WorkloadPhase.RUNNING:
@@ -162,15 +163,12 @@ def _follow(
         if not move(job, Job.State.SUCCEEDED, now):
             return []
         effects.append(fx.stop(job, 0, cluster_id))  # remove the completed pods
-        text = "All workers finished successfully."
+        text = messages.SUCCEEDED
         report.add("succeeded", f"{job_label(job)}: {text}")
         return [event(job, "succeeded", text, now)]
     if phase == WorkloadPhase.FAILED:
         failed = [w for w in workload.workers if w.phase == "failed"]
-        detail = "; ".join(
-            f"worker {w.index} on {w.node or 'an unknown node'}: {w.message or 'failed'}"
-            for w in failed
-        )
+        detail = "; ".join(messages.worker_detail(w.index, w.node, w.message) for w in failed)
         return _worker_failure(job, runtime, detail or workload.message, now, effects, report)
     return []
 
@@ -190,18 +188,11 @@ def _worker_failure(
         if not move(job, Job.State.FAILED, now):
             return []
         kind = "failed"
-        text = (
-            f"A worker failed ({detail}). The job failed {failures} times, the limit, so it is "
-            "not restarted."
-        )
     else:
         if not move(job, Job.State.PREEMPTED, now) or not move(job, Job.State.PENDING, now):
             return []
         kind = "requeued"
-        text = (
-            f"A worker failed ({detail}): the whole gang was stopped and requeued with its "
-            f"original submission time (failure {failures} of at most {MAX_FAILURES})."
-        )
+    text = messages.worker_failure(detail, failures, MAX_FAILURES)
     set_runtime(
         job.pk, failures=failures, release_at=None, stop_reason="", stop_by=None, worker_nodes=[]
     )
@@ -249,10 +240,7 @@ def finish_stops(now: datetime, report: CycleReport) -> None:
         if not move(job, Job.State.PENDING, now):
             continue
         set_runtime(job.pk, release_at=None, stop_reason="", stop_by=None, worker_nodes=[])
-        text = (
-            "Back in the queue after its preemption, with its original submission time "
-            f"({job.submitted_at:%Y-%m-%d %H:%M:%S} UTC)."
-        )
+        text = messages.back_in_queue(job.submitted_at)
         report.add("requeued", f"{job_label(job)}: {text}")
         events.append(event(job, "requeued", text, now))
     JobEvent.objects.bulk_create(events)
