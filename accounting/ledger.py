@@ -95,10 +95,14 @@ def job_segments(
 def _follow_run(
     start: datetime, workers: int, events: Sequence[JobEvent], now: datetime
 ) -> tuple[datetime | None, list[tuple[datetime, int]]]:
-    """Walk the events from `start`: scale points [(from, workers)], and the stop moment."""
+    """Walk the events from `start`: scale points [(from, workers)], and the stop moment.
+
+    The walk begins after the run's `started` event: a stop recorded before it at the same
+    instant (the previous run requeued, then restarted at once) ends the previous run, not this
+    one. Events are in (at, pk) order."""
     pieces = [(start, workers)]
-    for item in events:
-        if item.at < start or item.at > now:
+    for item in _after_start(events, start):
+        if item.at > now:
             continue
         if item.kind in STOP_KINDS:
             return item.at, pieces
@@ -107,6 +111,18 @@ def _follow_run(
             if new != pieces[-1][1]:
                 pieces.append((item.at, new))
     return None, pieces
+
+
+def _after_start(events: Sequence[JobEvent], start: datetime) -> Sequence[JobEvent]:
+    """The events from `start` on, less those before the run's `started` event at `start`."""
+    begin = next((i for i, item in enumerate(events) if item.at >= start), len(events))
+    after = begin
+    for i in range(begin, len(events)):
+        if events[i].at != start:
+            break
+        if events[i].kind == "started":
+            after = i + 1
+    return events[after:]
 
 
 def _close(
@@ -147,9 +163,20 @@ def split_by_month(segment: Segment) -> list[Segment]:
 
 
 class _Writer:
-    def __init__(self, now: datetime, report: AccrualReport) -> None:
+    """Writes the jobs' segments: updates the open rows it extends or closes, and gathers the
+    new rows in ``new`` (``accrue_usage`` inserts them at once: a month of history is thousands
+    of rows)."""
+
+    def __init__(
+        self,
+        now: datetime,
+        report: AccrualReport,
+        existing: dict[tuple[int, datetime], UsageRecord],
+    ) -> None:
         self.now = now
         self.report = report
+        self.existing = existing  # the rows of the jobs being accrued, by (job, start)
+        self.new: list[UsageRecord] = []
         self.price_list: rating.PriceList | None = None
         self.flavors = {f.pk: f for f in Flavor.objects.all()}
         self.classes = {c.pk: c.name for c in ServiceClass.objects.all()}
@@ -238,10 +265,6 @@ class _Writer:
     def _write_run(self, job: Job, values: dict[str, Any], segments: list[Segment]) -> None:
         per_worker = values.pop("per_worker")
         parts = [part for segment in segments for part in split_by_month(segment)]
-        existing = {
-            row.start: row
-            for row in UsageRecord.objects.filter(job=job, start__in=[p.start for p in parts])
-        }
         for part in parts:
             units = part.workers * per_worker
             fields: dict[str, Any] = {
@@ -251,7 +274,7 @@ class _Writer:
             }
             if part.closed:
                 fields |= self.priced(values, part, units)
-            row = existing.get(part.start)
+            row = self.existing.get((job.pk, part.start))
             if row is not None:
                 if row.closed:
                     continue  # closed rows are never rewritten
@@ -263,8 +286,10 @@ class _Writer:
                 continue
             if part.closed and part.end == part.start:
                 continue  # a run that stopped the moment it started uses nothing
-            UsageRecord.objects.create(
-                job=job, start=part.start, workers=part.workers, units=units, **values, **fields
+            self.new.append(
+                UsageRecord(
+                    job=job, start=part.start, workers=part.workers, units=units, **values, **fields
+                )
             )
             self.report.opened += 1
             if part.closed:
@@ -291,12 +316,19 @@ def accrue_usage(now: datetime) -> AccrualReport:
                 job_id__in=job_ids, kind__in=TIMELINE_KINDS, at__lte=now
             ).order_by("at", "pk"):
                 events[item.job_id].append(item)
-            writer = _Writer(now, report)
+            existing = {
+                (row.job_id, row.start): row
+                for row in UsageRecord.objects.filter(job_id__in=job_ids).only(
+                    "pk", "job_id", "start", "closed"
+                )
+            }
+            writer = _Writer(now, report, existing)
             jobs = Job.objects.filter(pk__in=job_ids).select_related("queue", "runtime")
             for job in jobs.order_by("pk"):
                 open_row = open_rows.get(job.pk)
                 segments = job_segments(job, open_row, events[job.pk], now, since)
                 writer.write(job, open_row, segments, events[job.pk])
+            UsageRecord.objects.bulk_create(writer.new, batch_size=500)
         if since is None or now > since:
             AccrualMark.objects.filter(name=LEDGER_MARK).update(at=now)
     from accounting.budgets import check_budgets

@@ -66,6 +66,23 @@ def test_preemption_and_restart_between_two_accruals_keep_both_runs_exact(
     ]
 
 
+def test_restart_at_the_instant_of_the_requeue_starts_a_new_billed_run(
+    script, queue_a, researcher_a, h100_price
+):
+    # requeued and restarted in the same instant (the demo's replay decides it so): the stop
+    # recorded before the new `started` event ends the first run only
+    steps = script(queue=queue_a, owner=researcher_a).run(at(0))
+    steps.preempt(at(1)).run(at(1))
+    steps.end(at(2.5))
+
+    accrue_usage(at(3))
+
+    assert [(s, e, closed) for s, e, _, closed, _ in rows()] == [
+        (at(0), at(1), True),
+        (at(1), at(2.5), True),
+    ]
+
+
 def test_cancelled_and_failed_jobs_close_at_their_finish_time(
     script, queue_a, researcher_a, h100_price
 ):
