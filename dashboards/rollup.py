@@ -10,7 +10,8 @@ makes a re-run (or a crash half-way) harmless. 5-minute buckets are kept for the
 `FIVE_MINUTE_RETENTION` only (the hour and day views); hourly buckets are kept.
 
 Capacity (`sample_capacity`): per cluster and flavor, GPU-equivalents on all nodes and on nodes
-that are not Ready, stored as the largest value seen in each bucket.
+that are not Ready, stored as the largest value seen in each bucket. `sample_capacity_between`
+fills every bucket of a span at once (the demo's history replay).
 """
 
 from __future__ import annotations
@@ -121,6 +122,27 @@ def _recompute(since: datetime, keep_five_minutes_from: datetime) -> int:
 
 def sample_capacity(now: datetime) -> int:
     """Record the nodes' capacity and failed capacity now; returns the samples touched."""
+    return _store_capacity({size: [floor_to(now, size)] for size in (FIVE_MINUTES, ONE_HOUR)})
+
+
+def sample_capacity_between(start: datetime, now: datetime) -> int:
+    """Record the nodes' capacity as it is now in every bucket from `start` to `now` (hourly;
+    5-minute buckets over the usage rollups' retention): the demo's history replay, whose nodes
+    stay as they are, samples its month at once. Returns the samples touched."""
+    buckets: dict[int, list[datetime]] = {}
+    for size, since in ((FIVE_MINUTES, now - FIVE_MINUTE_RETENTION), (ONE_HOUR, start)):
+        step = timedelta(seconds=size)
+        bucket, last = floor_to(max(start, since), size), floor_to(now, size)
+        buckets[size] = []
+        while bucket <= last:
+            buckets[size].append(bucket)
+            bucket += step
+    return _store_capacity(buckets)
+
+
+def _store_capacity(buckets: dict[int, list[datetime]]) -> int:
+    """Store the nodes' capacity in the given buckets per size, keeping the largest value seen
+    in a bucket."""
     geq = dict(Flavor.objects.values_list("pk", "gpu_equivalent"))
     flavor_ids = dict(Flavor.objects.values_list("name", "pk"))
     capacity: dict[tuple[int, int], float] = defaultdict(float)
@@ -138,38 +160,42 @@ def sample_capacity(now: datetime) -> int:
                 failed[key] += units * geq[flavor_id]
     touched = 0
     with transaction.atomic():
-        for size in (FIVE_MINUTES, ONE_HOUR):
-            bucket = floor_to(now, size)
+        for size, starts in buckets.items():
+            if not starts:
+                continue
             existing = {
-                (s.cluster_id, s.flavor_id): s
+                (s.bucket_start, s.cluster_id, s.flavor_id): s
                 for s in CapacitySample.objects.select_for_update().filter(
-                    bucket_seconds=size, bucket_start=bucket
+                    bucket_seconds=size, bucket_start__gte=starts[0], bucket_start__lte=starts[-1]
                 )
             }
             new, changed = [], []
-            for key, total in capacity.items():
-                sample = existing.get(key)
-                if sample is None:
-                    new.append(
-                        CapacitySample(
-                            bucket_start=bucket,
-                            bucket_seconds=size,
-                            cluster_id=key[0],
-                            flavor_id=key[1],
-                            capacity_gpu_equivalent=total,
-                            failed_gpu_equivalent=failed[key],
+            for bucket in starts:
+                for key, total in capacity.items():
+                    sample = existing.get((bucket, *key))
+                    if sample is None:
+                        new.append(
+                            CapacitySample(
+                                bucket_start=bucket,
+                                bucket_seconds=size,
+                                cluster_id=key[0],
+                                flavor_id=key[1],
+                                capacity_gpu_equivalent=total,
+                                failed_gpu_equivalent=failed[key],
+                            )
                         )
-                    )
-                elif (
-                    total > sample.capacity_gpu_equivalent
-                    or failed[key] > sample.failed_gpu_equivalent
-                ):
-                    sample.capacity_gpu_equivalent = max(total, sample.capacity_gpu_equivalent)
-                    sample.failed_gpu_equivalent = max(failed[key], sample.failed_gpu_equivalent)
-                    changed.append(sample)
-            CapacitySample.objects.bulk_create(new)
+                    elif (
+                        total > sample.capacity_gpu_equivalent
+                        or failed[key] > sample.failed_gpu_equivalent
+                    ):
+                        sample.capacity_gpu_equivalent = max(total, sample.capacity_gpu_equivalent)
+                        sample.failed_gpu_equivalent = max(
+                            failed[key], sample.failed_gpu_equivalent
+                        )
+                        changed.append(sample)
+            CapacitySample.objects.bulk_create(new, batch_size=2000)
             CapacitySample.objects.bulk_update(
-                changed, ["capacity_gpu_equivalent", "failed_gpu_equivalent"]
+                changed, ["capacity_gpu_equivalent", "failed_gpu_equivalent"], batch_size=500
             )
             touched += len(new) + len(changed)
     return touched

@@ -40,9 +40,23 @@ def unit_draw(*parts: object) -> float:
     return int.from_bytes(digest[:8], "big") / 2**64
 
 
+FAILURE_MESSAGE = "simulated failure: exit code 1"  # what worker 0 of a failing run reports
+
+
+def run_outcome(
+    key: object, attempt: int, duration: float, failure_rate: float
+) -> tuple[float, bool]:
+    """(simulated seconds until attempt ``attempt`` of the job ``key`` ends, whether it ends
+    failed) for a job that runs ``duration`` seconds when nothing goes wrong. The demo's history
+    replay (``demo.replay``) draws its runs with it too."""
+    fails = unit_draw(key, attempt, "fails") < failure_rate
+    if fails:
+        duration *= 0.1 + 0.8 * unit_draw(key, attempt, "fails-at")
+    return max(duration, 1.0), fails
+
+
 def planned_run(job: Job, failure_rate: float) -> tuple[float, bool]:
     """(simulated seconds until the run ends, whether it ends failed) for this attempt."""
-    attempt = job.preemption_count
     if job.duration_hint:
         duration = float(job.duration_hint)
     elif job.estimated_runtime:
@@ -51,10 +65,7 @@ def planned_run(job: Job, failure_rate: float) -> tuple[float, bool]:
     else:
         low, high = DEFAULT_RUNTIME_RANGE
         duration = low + (high - low) * unit_draw(job.pk, "duration")
-    fails = unit_draw(job.pk, attempt, "fails") < failure_rate
-    if fails:
-        duration *= 0.1 + 0.8 * unit_draw(job.pk, attempt, "fails-at")
-    return max(duration, 1.0), fails
+    return run_outcome(job.pk, job.preemption_count, duration, failure_rate)
 
 
 class SimulatedDriver:
@@ -119,7 +130,7 @@ class SimulatedDriver:
             elif ended and not row.fails:
                 phase = WorkerPhase.SUCCEEDED
             elif ended and index == 0:
-                phase, message = WorkerPhase.FAILED, "simulated failure: exit code 1"
+                phase, message = WorkerPhase.FAILED, FAILURE_MESSAGE
             workers.append(
                 WorkerStatus(
                     index=index,

@@ -85,9 +85,15 @@ def _pending_job(spec: JobSpec) -> PendingJob:
 
 
 class Simulator:
-    def __init__(self, scenario: Scenario, policy: str = "default") -> None:
+    """Replays a scenario. Subclasses may watch it: ``decided`` sees each cycle's result before
+    it is applied; ``explain_pending`` asks the engine for each pending job's explanation."""
+
+    def __init__(
+        self, scenario: Scenario, policy: str = "default", *, explain_pending: bool = False
+    ) -> None:
         self.sc = scenario
         self.policy = get_policy(policy)
+        self.explain_pending = explain_pending
         self.flavors = tuple(
             Flavor(
                 f.name,
@@ -318,12 +324,17 @@ class Simulator:
     def cycle(self, t: float) -> None:
         snap = self.snapshot(t)
         began = time.perf_counter()
-        result = run_cycle(snap, self.policy, explain_pending=False)
-        self.report.cycle_time(time.perf_counter() - began)
+        result = run_cycle(snap, self.policy, explain_pending=self.explain_pending)
+        seconds = time.perf_counter() - began
+        self.report.cycle_time(seconds)
         # admissions alone leave nothing for a periodic cycle to add (work conservation);
         # stops and shrinks do: a preemptor may wait, victims come back
         self.dirty = bool(result.stops or result.scales)
+        self.decided(result, t, seconds)
         self.apply(result, t)
+
+    def decided(self, result: CycleResult, t: float, seconds: float) -> None:
+        """Called with each cycle's result (``seconds`` in the engine) before it is applied."""
 
     def scale(self, sc: Scale, t: float) -> None:
         job = self.jobs[sc.job]

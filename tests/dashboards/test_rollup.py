@@ -15,6 +15,7 @@ from dashboards.rollup import (
     rebuild_usage_rollups,
     roll_up_usage,
     sample_capacity,
+    sample_capacity_between,
     split_into_buckets,
 )
 from queues.models import Job, Node, Queue
@@ -153,6 +154,22 @@ def test_capacity_sample_keeps_the_largest_failure_seen_in_the_bucket() -> None:
         flavor__name="h100", bucket_seconds=FIVE_MINUTES, bucket_start=at(5)
     )
     assert later.failed_gpu_equivalent == 0.0
+
+
+@pytest.mark.usefixtures("nodes")
+def test_capacity_over_a_span_fills_every_hour_and_the_recent_five_minutes_once() -> None:
+    now = T0 + timedelta(days=5, minutes=7)
+    sample_capacity(now - timedelta(days=4))  # one bucket sampled already: kept, not doubled
+    sample_capacity_between(T0, now)
+    sample_capacity_between(T0, now)
+    h100 = CapacitySample.objects.filter(flavor__name="h100")
+    hours = sorted(h100.filter(bucket_seconds=ONE_HOUR).values_list("bucket_start", flat=True))
+    assert hours == [T0 + timedelta(hours=h) for h in range(5 * 24 + 1)]
+    fives = h100.filter(bucket_seconds=FIVE_MINUTES).values_list("bucket_start", flat=True)
+    recent = [b for b in fives if b >= floor_to(now - timedelta(days=3), FIVE_MINUTES)]
+    assert len(recent) == 3 * 12 * 24 + 1  # every bucket of the last three days, now's included
+    assert len(fives) == len(recent) + 1  # and the one sampled before
+    assert {(s.capacity_gpu_equivalent, s.failed_gpu_equivalent) for s in h100} == {(16.0, 8.0)}
 
 
 @pytest.mark.usefixtures("nodes")
