@@ -1,41 +1,48 @@
-"""Replay a month of demo work through the real live services with a moving clock.
+"""Replay a month of demo work through the real scheduling engine, then write it at once.
 
-For each step ``[t, t + step)`` from ``now - days`` to ``now`` (2 h, then 1 h over the last week,
-10 min over the last day): the demo researchers submit the jobs ``demo.workload`` draws for the
-step, each at its own moment inside it (``queues.services.submit_job(now=...)``), then one
-scheduling cycle runs at the step's end (``queues.services.run_cycle(now=...)``: cluster sync,
-engine, apply, the accounting accrual and the dashboards' rollup, all at that moment). Each
-month that ends inside the replay is closed as final.
+1. Draw the work: the demo researchers' jobs from ``now - days`` to ``now`` (``demo.workload``,
+   seeded), each submitted at its own moment.
+2. Decide it: the pure engine's simulator replays the month in simulated time
+   (``demo.replay.HistorySimulator``, on the platform as the live cycle sees it:
+   ``queues.services.snapshot.build_snapshot``): a cycle at every submission, end, release and
+   timer, as the live platform queues them; the simulated cluster's worker failures as its
+   driver draws them.
+3. Write it in bulk (``demo.history_rows``): jobs in their final state and placement, the
+   job-event timeline in the live services' own words, runtimes, the workers still on the
+   simulated cluster (on the live demo's ``SIMULATION_SPEED`` clock, so the live demo carries on
+   where the replay stops), the queues' decayed usage, a ``CycleRun`` per replayed cycle and
+   the metric counters.
+4. Derive the rest with the real code, once: the usage ledger (``accrue_usage``), the months
+   that ended closed as final (``close_month``, at each month's end), the dashboards' usage
+   rollups and capacity samples, and the heavy borrower's budget.
 
-The simulated cluster runs at speed 1 during the replay (the replay's clock is already the
-simulated time); at the end, the work still running is handed over to the live demo's
-``SIMULATION_SPEED`` with its remaining run time kept.
+All of it in one transaction: a failure leaves no half history behind. A month replays in a
+few seconds.
 """
 
 from __future__ import annotations
 
-import logging
 import random
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from decimal import ROUND_UP, Decimal
 
 from django.conf import settings
+from django.db import transaction
 
 from accounting.budgets import check_budgets, month_to_date_cost
 from accounting.models import Budget
-from accounting.services import close_month
-from demo.submit import Submitter
-from demo.workload import DEMO_SEED, draw_requests
-from queues.models import Cluster, Job, SimulatedWorkload, Team
-from queues.services import run_cycle
-from queues.services.jobs import cycles_run_by_caller
+from accounting.services import accrue_usage, close_month
+from dashboards.rollup import rebuild_usage_rollups, sample_capacity_between
+from demo.history_rows import HistoryWriter
+from demo.replay import HistorySimulator, scenario_of, world_of
+from demo.workload import DEMO_SEED, JobRequest, draw_requests
+from queues.models import Cluster, Job, Team
+from queues.services.snapshot import build_snapshot
 
-# The replay's step shrinks towards now: every 2 hours of replayed time beyond a week ago, hourly
-# over the last week, every 10 minutes over the last day (the dashboards' hour and day views).
-# A month replays in about a minute of CPU time.
+# The draws' time resolution (the rates follow the time of day and week): every 2 hours of
+# replayed time beyond a week ago, hourly over the last week, every 10 minutes over the last day.
 STEPS = (
     (timedelta(days=1), timedelta(minutes=10)),
     (timedelta(days=7), timedelta(hours=1)),
@@ -63,31 +70,6 @@ class HistoryReport:
         )
 
 
-@contextmanager
-def simulation_speed(speed: float) -> Iterator[None]:
-    """Run the simulated clusters at ``speed`` inside the block (drivers read the setting)."""
-    before = settings.SIMULATION_SPEED
-    settings.SIMULATION_SPEED = speed
-    try:
-        yield
-    finally:
-        settings.SIMULATION_SPEED = before
-
-
-@contextmanager
-def cycle_logs_quiet() -> Iterator[None]:
-    """Hundreds of replayed cycles would each log a line at INFO: keep warnings only."""
-    loggers = [logging.getLogger(name) for name in ("queues.services", "accounting")]
-    levels = [each.level for each in loggers]
-    for each in loggers:
-        each.setLevel(max(logging.WARNING, each.getEffectiveLevel()))
-    try:
-        yield
-    finally:
-        for each, level in zip(loggers, levels, strict=True):
-            each.setLevel(level)
-
-
 def history_exists() -> bool:
     return Job.objects.exists()
 
@@ -109,41 +91,70 @@ def replay_history(
     if Cluster.objects.exclude(driver=Cluster.Driver.SIMULATED).exists():
         report.skipped = "a real (non-simulated) cluster is registered; the replay would run on it."
         return report
-    rng = random.Random(seed)
-    submitter = Submitter()
-    t = _floor(now - timedelta(days=days), COARSE_STEP)
-    with simulation_speed(1.0), cycles_run_by_caller(), cycle_logs_quiet():
-        while t < now:
-            step = step_at(t, now)
-            end = min(t + step, now)
-            # the step's jobs arrive during it; the cycle at its end schedules them
-            requests = draw_requests(rng, t, end - t)
-            offsets = sorted(rng.uniform(0, (end - t).total_seconds()) for _ in requests)
-            for request, offset in zip(requests, offsets, strict=True):
-                submitter.submit(request, t + timedelta(seconds=offset))
-                report.jobs += 1
-            _cycle(end, report)
-            if _month_start(end) > t:  # a month ended during this step: close it as final
-                _close_previous_month(end, report)
-            if progress and end.date() != t.date():
-                progress(f"  {end:%Y-%m-%d}: {report.jobs} jobs submitted so far")
-            t = end
-    hand_over_to_live_speed(now, float(settings.SIMULATION_SPEED))
-    report.budget = _budget(now)
+    start = history_start(days, now)
+    requests = draw_history(start, now, seed)
+    sim = simulate_history(requests, start, now)
+    _say(progress, f"  decided {len(requests)} jobs in {len(sim.cycles)} engine cycles")
+    with transaction.atomic():
+        HistoryWriter(sim, requests, now, float(settings.SIMULATION_SPEED)).write()
+        _say(progress, "  wrote the jobs, their events and the simulated cluster's workers")
+        accrue_usage(now)
+        report.closed_months = _close_months(start, now)
+        rebuild_usage_rollups(now)
+        sample_capacity_between(start, now)
+        _say(progress, "  derived the usage ledger, statements and dashboards' time series")
+        report.budget = _budget(now)
+    report.cycles, report.jobs = len(sim.cycles), len(requests)
     return report
 
 
+def history_start(days: int, now: datetime) -> datetime:
+    """Where a replay of ``days`` ending at ``now`` begins (on a whole 2-hour step)."""
+    return _floor(now - timedelta(days=days), COARSE_STEP)
+
+
+def draw_history(start: datetime, now: datetime, seed: int) -> list[tuple[datetime, JobRequest]]:
+    """The jobs the demo teams submit from ``start`` to ``now``, with their submission times."""
+    rng = random.Random(seed)
+    out: list[tuple[datetime, JobRequest]] = []
+    t = start
+    while t < now:
+        end = min(t + step_at(t, now), now)
+        requests = draw_requests(rng, t, end - t)
+        offsets = sorted(rng.uniform(0, (end - t).total_seconds()) for _ in requests)
+        out += [(t + timedelta(seconds=o), r) for r, o in zip(requests, offsets, strict=True)]
+        t = end
+    return out
+
+
+def simulate_history(
+    requests: list[tuple[datetime, JobRequest]], start: datetime, now: datetime
+) -> HistorySimulator:
+    """Replay the requests through the engine on the platform as it is now (no writes)."""
+    world = world_of(build_snapshot(now).snapshot)
+    scenario = scenario_of(
+        world,
+        [(at.timestamp(), request) for at, request in requests],
+        start.timestamp(),
+        now.timestamp(),
+        cycle_interval=float(settings.CYCLE_INTERVAL),
+    )
+    sim = HistorySimulator(scenario, float(settings.SIMULATION_FAILURE_RATE))
+    sim.run()
+    return sim
+
+
 def step_at(t: datetime, now: datetime) -> timedelta:
-    """The replay's step at ``t``: finer the closer it is to ``now``."""
+    """The draws' step at ``t``: finer the closer it is to ``now``."""
     for within, step in STEPS:
         if t >= now - within:
             return step
     return COARSE_STEP
 
 
-def _cycle(t: datetime, report: HistoryReport) -> None:
-    run_cycle(now=t, worker="seed_demo --history")
-    report.cycles += 1
+def _say(progress: Callable[[str], None] | None, line: str) -> None:
+    if progress is not None:
+        progress(line)
 
 
 def _floor(moment: datetime, step: timedelta) -> datetime:
@@ -155,24 +166,17 @@ def _month_start(moment: datetime) -> datetime:
     return moment.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
 
 
-def _close_previous_month(t: datetime, report: HistoryReport) -> None:
-    previous: date = (_month_start(t) - timedelta(days=1)).date().replace(day=1)
-    close_month(previous, t)
-    report.closed_months.append(f"{previous:%Y-%m}")
-
-
-def hand_over_to_live_speed(now: datetime, speed: float) -> None:
-    """Rescale the simulated workloads' clocks from speed 1 to ``speed``: what remained of each
-    run (and of each stop's grace period) still remains, in simulated time."""
-    if speed == 1.0:
-        return
-    for row in SimulatedWorkload.objects.all():
-        row.launched_at = now - (now - row.launched_at) / speed
-        if row.stop_requested_at is not None:
-            row.stop_requested_at = now - (now - row.stop_requested_at) / speed
-        if row.gone_at is not None:
-            row.gone_at = now + (row.gone_at - now) / speed
-        row.save(update_fields=["launched_at", "stop_requested_at", "gone_at"])
+def _close_months(start: datetime, now: datetime) -> list[str]:
+    """Close each month that ended during the replay as final, at its end."""
+    closed = []
+    boundary = _month_start(start)
+    while True:
+        boundary = _month_start(boundary + timedelta(days=32))
+        if boundary > now:
+            return closed
+        previous: date = (boundary - timedelta(days=1)).date().replace(day=1)
+        close_month(previous, boundary)
+        closed.append(f"{previous:%Y-%m}")
 
 
 def _budget(now: datetime) -> str:

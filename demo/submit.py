@@ -7,11 +7,15 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 
-from demo.workload import JobRequest
+from demo.workload import JobRequest, estimated_runtime
 from queues.models import Flavor, Job, Queue, ServiceClass
 from queues.services import submit_job
 
 IMAGE = "registry.example.org/research/trainer:1.4"
+
+
+def command_of(request: JobRequest) -> list[str]:
+    return ["python", "-m", request.name.rsplit("-", 1)[0].replace("-", "_")]
 
 
 class Submitter:
@@ -31,19 +35,17 @@ class Submitter:
         if user is None:
             user = get_user_model().objects.get(username=request.user)
             self.users[request.user] = user
-        runtime = request.runtime_seconds
         return submit_job(
             owner=user,
             queue=self.queues[(request.team, request.queue)],
             service_class=self.classes[request.service_class],
             name=request.name,
             image=IMAGE,
-            command=["python", "-m", request.name.rsplit("-", 1)[0].replace("-", "_")],
+            command=command_of(request),
             flavors=[self.flavors[name] for name in request.flavors],
             workers=request.workers,
             gpus_per_worker=request.gpus_per_worker,
-            # users over-estimate: backfill plans with the estimate, the run takes `runtime`
-            estimated_runtime=int(runtime * 1.25) // 600 * 600 + 600,
-            duration_hint=runtime,
+            estimated_runtime=estimated_runtime(request),
+            duration_hint=request.runtime_seconds,
             now=now,
         )

@@ -113,6 +113,12 @@ PROFILES: tuple[TeamProfile, ...] = (
 )
 
 
+def estimated_runtime(request: JobRequest) -> int:
+    """What the researcher tells backfill (seconds): users over-estimate, the run takes
+    ``runtime_seconds``."""
+    return int(request.runtime_seconds * 1.25) // 600 * 600 + 600
+
+
 def rate_factor(moment: datetime, night_factor: float) -> float:
     """Share of a team's peak rate at ``moment``: 1 on weekday daytime (08:00-20:00 UTC), at
     least half on weekend days, the team's night factor at night."""

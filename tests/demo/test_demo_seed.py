@@ -1,8 +1,10 @@
-"""``seed_demo --history`` replays demo work through the live services: the dashboards, the
-ledger, the chargeback export and the job history then agree with each other.
+"""``seed_demo --history`` replays demo work through the scheduling engine and writes it as the
+live services would have: the dashboards, the ledger, the chargeback export, the job history and
+the simulated cluster then agree with each other and with the replay.
 
-The seeding (3 days, a few tens of seconds) runs once for the module, committed, and the
-database is flushed afterwards (as pytest-django's transactional tests do)."""
+The seeding (3 days, a few seconds) runs once for the module, committed, and the database is
+flushed afterwards (as pytest-django's transactional tests do); each test runs in a transaction
+that is rolled back."""
 
 from __future__ import annotations
 
@@ -21,16 +23,19 @@ from django.db.models import Q
 from django.test import Client
 from django.utils import timezone
 
-from accounting.models import Budget, BudgetAlert, FlavorPrice, Statement, UsageRecord
+from accounting.ledger import LEDGER_MARK
+from accounting.models import AccrualMark, Budget, BudgetAlert, FlavorPrice, Statement, UsageRecord
 from dashboards.models import CapacitySample, UsageRollup
+from demo.history import draw_history, history_start, simulate_history
+from demo.workload import DEMO_SEED
 from queues.management.commands.seed_demo import Command as SeedDemo
-from queues.models import CycleRun, Job, JobEvent, Team
+from queues.models import CycleRun, Job, JobEvent, Node, Queue, SimulatedWorkload, Team
+from queues.services import run_cycle
 
 pytestmark = pytest.mark.django_db
 
 HISTORY_DAYS = 3
 STOP_KINDS = {"preempted", "requeued", "failed", "succeeded", "cancelled"}
-ONE_CYCLE = timedelta(hours=2)  # the replay's coarsest step
 
 
 @pytest.fixture(scope="module")
@@ -89,21 +94,56 @@ def billed_unit_seconds_from_events(job: Job, until: datetime) -> float:
     return total * job.workers * job.gpus_per_worker
 
 
-def test_ledger_hours_match_the_runs_in_the_job_events(seeded: str) -> None:
-    last_cycle = CycleRun.objects.order_by("-started_at").first()
-    assert last_cycle is not None
+def ledger_unit_seconds() -> dict[int, float]:
     ledger: dict[int, float] = {}
     for job_id, units, start, end in UsageRecord.objects.values_list(
         "job_id", "units", "start", "end"
     ):
         ledger[job_id] = ledger.get(job_id, 0.0) + units * (end - start).total_seconds()
+    return ledger
+
+
+def seeded_at() -> datetime:
+    """The moment the history was replayed up to (the ledger's last accrual)."""
+    mark = AccrualMark.objects.get(name=LEDGER_MARK).at
+    assert mark is not None
+    return mark
+
+
+def test_ledger_hours_match_the_runs_in_the_job_events(seeded: str) -> None:
+    ledger = ledger_unit_seconds()
     jobs = Job.objects.filter(Q(started_at__isnull=False) | Q(pk__in=ledger))
     assert jobs.count() > 50
     for job in jobs:
-        expected = billed_unit_seconds_from_events(job, last_cycle.started_at)
-        units = job.workers * job.gpus_per_worker
-        # within one cycle of the job's units (an open row reaches the last accrual)
-        assert abs(ledger.get(job.pk, 0.0) - expected) <= units * ONE_CYCLE.total_seconds(), job
+        expected = billed_unit_seconds_from_events(job, seeded_at())
+        # an open row reaches the last accrual: to the microsecond
+        assert abs(ledger.get(job.pk, 0.0) - expected) < 0.01, job
+
+
+def test_ledger_gpu_hours_equal_what_the_simulator_ran(seeded: str) -> None:
+    # the same replay again, in memory: every job's billed GPU-seconds are the simulator's runs
+    now = seeded_at()
+    start = history_start(HISTORY_DAYS, now)
+    requests = draw_history(start, now, DEMO_SEED)
+    sim = simulate_history(requests, start, now)
+    jobs = list(Job.objects.order_by("pk"))
+    assert [job.name for job in jobs] == [request.name for _, request in requests]
+    ledger = ledger_unit_seconds()
+    ran_in_all = 0.0
+    for index, job in enumerate(jobs):
+        ran, began = 0.0, None
+        for moment in sim.stories[str(index)].moments:
+            if moment.kind == "started":
+                began = moment.at
+            elif moment.kind in STOP_KINDS and began is not None:
+                ran, began = ran + moment.at - began, None
+        if began is not None:
+            ran += now.timestamp() - began
+        ran *= job.workers * job.gpus_per_worker
+        assert abs(ledger.get(job.pk, 0.0) - ran) < 0.01, job
+        ran_in_all += ran
+    assert ran_in_all > 0
+    assert abs(sum(ledger.values()) - ran_in_all) < 0.01 * len(jobs)
 
 
 def price_of(row: UsageRecord) -> Decimal:
@@ -220,3 +260,52 @@ def test_alice_sees_her_history_on_the_jobs_page(seeded: str) -> None:
     assert response.status_code == 200
     job = Job.objects.filter(queue__team__name="team-a", state="succeeded").latest("pk")
     assert job.name in response.content.decode()
+
+
+def test_the_simulated_cluster_runs_what_the_database_says_runs(seeded: str) -> None:
+    holding = Job.objects.filter(state__in=[Job.State.RUNNING, Job.State.PREEMPTED])
+    on_cluster = set(SimulatedWorkload.objects.values_list("job_id", flat=True))
+    assert on_cluster == {str(pk) for pk in holding.values_list("pk", flat=True)}
+    assert all(q.decayed_usage_at == seeded_at() for q in Queue.objects.all())
+
+
+def admissions_without_a_stop_between(job: Job) -> int:
+    """How many times the job was admitted again while it still held its earlier admission."""
+    twice, holding = 0, False
+    for kind in job.events.order_by("at", "pk").values_list("kind", flat=True):
+        if kind == "admitted":
+            twice += holding
+            holding = True
+        elif kind in STOP_KINDS:
+            holding = False
+    return twice
+
+
+def test_a_live_cycle_right_after_seeding_keeps_the_running_jobs_and_admits_nothing_twice(
+    seeded: str, settings: Any
+) -> None:
+    moment = seeded_at() + timedelta(seconds=5)
+    speed = float(settings.SIMULATION_SPEED)
+    running = {}
+    for row in SimulatedWorkload.objects.filter(stop_requested_at__isnull=True):
+        if (moment - row.launched_at).total_seconds() * speed < row.run_seconds:
+            running[int(row.job_id)] = Job.objects.get(pk=int(row.job_id)).placement
+    assert running  # the demo ends with work on the cluster
+    last_event = JobEvent.objects.order_by("-pk").values_list("pk", flat=True)[0]
+
+    report = run_cycle(now=moment)
+
+    assert report.ran
+    for pk, placement in running.items():
+        job = Job.objects.get(pk=pk)
+        assert (job.state, job.placement) == (Job.State.RUNNING, placement), job
+        assert not job.events.filter(pk__gt=last_event).exists(), job
+    assert not [j for j in Job.objects.all() if admissions_without_a_stop_between(j)]
+    used: dict[tuple[str, str], int] = {}
+    for job in Job.objects.filter(state__in=["admitted", "running", "preempted"]):
+        flavor = job.runtime.flavor.name
+        for node, workers in job.placement.items():
+            key = (node, flavor)
+            used[key] = used.get(key, 0) + workers * job.gpus_per_worker
+    capacity = {(n.name, f): units for n in Node.objects.all() for f, units in n.capacity.items()}
+    assert all(units <= capacity[key] for key, units in used.items()), used

@@ -1,8 +1,9 @@
 """``python manage.py seed_demo [--history DAYS]``: the demo world of ``make demo``.
 
 Idempotent: objects that already exist (matched by name) are left as they are, and the history
-(``demo.history``: DAYS of multi-team work replayed through the live services, default 30) is
-replayed only into a cluster that has no jobs yet, so running it twice changes nothing."""
+(``demo.history``: DAYS of multi-team work replayed through the scheduling engine and written as
+the live services would have, default 30; a few seconds) is replayed only into a cluster that
+has no jobs yet, so running it twice changes nothing."""
 
 from __future__ import annotations
 
@@ -181,7 +182,7 @@ def _nodes() -> list[tuple[str, dict[str, int], dict[str, str]]]:
 class Command(BaseCommand):
     help = (
         "Create the demo users, flavors, service classes, teams, queues, prices and simulated "
-        "cluster, and replay DAYS of history through the live services."
+        "cluster, and replay DAYS of history through the scheduling engine."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
