@@ -7,7 +7,9 @@ Public API for the live platform:
   decisions (``CycleResult`` with ``Admit``, ``Stop``, ``Scale``, ``Reserve`` and a
   ``PendingInfo`` per pending job, whose ``message`` is the sentence to show researchers).
 - ``queues.scheduling.cycle.run_cycle(snapshot, policy="default")``: one cycle.
-- ``queues.scheduling.estimate.estimate(snapshot, job)``: what would happen to a job now.
+- ``queues.scheduling.estimate.estimate(snapshot, job)``: what would happen to a job now: its
+  ``Admit``, the ``Stop`` / ``Scale`` decisions made for it, or its ``PendingInfo`` (the live
+  submit form and REST API show this and run no cycle of their own).
 - ``queues.scheduling.fairshare``: ``decay_usage`` (update H each cycle), ``score``,
   ``slurm_factor`` / ``slurm_factors`` for dashboards.
 - ``queues.scheduling.policies.get_policy(name)``: ``default``, ``fifo``, ``greedy``.

@@ -1,8 +1,8 @@
 """``estimate_submission``: what would happen to a job if it were submitted now.
 
 The ENGINE decides, on a copy of the current state: the live snapshot (``build_snapshot``) plus
-the candidate as one more pending job, through ``queues.scheduling.cycle.run_cycle``. Nothing is
-written. The outcome is one of
+the candidate as one more pending job, through ``queues.scheduling.estimate.estimate``. Nothing
+is written. The outcome is one of
 
 - ``start``: it would be admitted within its queue's nominal quota;
 - ``borrow``: it would be admitted on quota borrowed from the cohort;
@@ -10,10 +10,10 @@ written. The outcome is one of
 - ``wait``: it would stay pending, with the engine's plain-English reason and, when the engine
   can tell, an estimated start (the backfill reservation or the running jobs' estimated ends).
 
-The UI's submit form and the REST API both call it. It runs the same trial cycle as the
-engine's ``queues.scheduling.estimate.estimate`` (a test checks they agree) but keeps the
-engine's whole result, for what that helper does not return: the flavor, cluster and size it
-would start with, each victim's stop reason and shrink, and the blocker's job label.
+The UI's submit form and the REST API both call it. The decision is the engine helper's,
+whole (its ``Admit``, its victims' ``Stop`` / ``Scale`` and its ``PendingInfo``); this module
+only checks the request, builds the candidate, translates engine names into job rows and engine
+times into datetimes, adds the queue's quotas and says it in sentences.
 """
 
 from __future__ import annotations
@@ -29,10 +29,10 @@ from django.utils import timezone
 
 from gpuplatform import access
 from queues.models import Flavor, Queue, ServiceClass
+from queues.scheduling import estimate as engine_estimate
 from queues.scheduling import model as engine
-from queues.scheduling.cycle import run_cycle
 from queues.services.queue_status import flavor_usage
-from queues.services.snapshot import LiveSnapshot, build_snapshot, queue_key
+from queues.services.snapshot import LiveSnapshot, build_snapshot, queue_key, topology_levels
 
 CANDIDATE = "candidate"  # engine name of the job being estimated (real jobs are numbers)
 Outcome = Literal["start", "borrow", "preempt", "wait"]
@@ -173,22 +173,18 @@ def estimate_submission(
         ),
         estimated_runtime=float(estimated_runtime) if estimated_runtime else None,
     )
-    snapshot = dataclasses.replace(
-        live.snapshot,
-        pending=(*live.snapshot.pending, candidate),
-        topology_levels=_levels(live.snapshot.topology_levels, topology),
-    )
-    result = run_cycle(snapshot, explain_pending=False)  # explaining every pending job costs
-    if not any(a.job == CANDIDATE for a in result.admits):
-        result = run_cycle(snapshot)  # it waits: now ask the engine why
+    snapshot = dataclasses.replace(live.snapshot, topology_levels=_levels(live.snapshot, topology))
     quotas = _quotas(queue, flavors, workers, gpus_per_worker, moment)
-    return _outcome(live, result, queue_key(queue), quotas)
+    return _outcome(live, engine_estimate.estimate(snapshot, candidate), queue_key(queue), quotas)
 
 
-def _levels(levels: tuple[str, ...], topology: tuple[str, str] | None) -> tuple[str, ...]:
-    if topology and topology[0] not in levels:
-        return (*levels, topology[0])
-    return levels
+def _levels(snapshot: engine.Snapshot, topology: tuple[str, str] | None) -> tuple[str, ...]:
+    """The snapshot's levels plus the candidate's, by the live cycle's rule (a level no node
+    carries does not take part), so the estimate places the job as the cycle would."""
+    if not topology or topology[0] in snapshot.topology_levels:
+        return snapshot.topology_levels
+    labelled = {key for c in snapshot.clusters for n in c.nodes for key in n.labels}
+    return topology_levels((*snapshot.topology_levels, topology[0]), labelled)
 
 
 def _quotas(
@@ -231,30 +227,26 @@ def _victim(live: LiveSnapshot, name: str, reason: str, shrink_to: int | None) -
 
 def _outcome(
     live: LiveSnapshot,
-    result: engine.CycleResult,
+    decided: engine_estimate.Estimate,
     queue: str,
     quotas: tuple[FlavorQuota, ...],
 ) -> Estimate:
-    admit = next((a for a in result.admits if a.job == CANDIDATE), None)
+    admit = decided.admit
     if admit is not None:
-        victims = tuple(
-            _victim(live, s.job, s.reason, None) for s in result.stops if s.by == CANDIDATE
-        ) + tuple(
-            _victim(live, s.job, s.reason or "", s.workers)
-            for s in result.scales
-            if s.by == CANDIDATE
+        victims = tuple(_victim(live, s.job, s.reason, None) for s in decided.stops) + tuple(
+            _victim(live, s.job, s.reason or "", s.workers) for s in decided.scales
         )
         start = _when(admit.start_at)
         size = f"{admit.workers} worker(s) on {admit.flavor} in cluster {admit.cluster}"
         outcome: Outcome
-        if victims:
+        if decided.outcome == engine_estimate.PREEMPT:
             outcome = "preempt"
             names = ", ".join(f"{v.name} (#{v.job_id}, {v.queue})" for v in victims)
             summary = (
                 f"Would start by preempting {names}: {size}, at about {_clock(start)} "
                 f"after their grace period."
             )
-        elif admit.borrowing:
+        elif decided.outcome == engine_estimate.BORROW:
             outcome = "borrow"
             summary = f"Would start now on quota borrowed from the cohort: {size}."
         else:
@@ -271,14 +263,14 @@ def _outcome(
             victims=victims,
             quotas=quotas,
         )
-    info = result.pending.get(CANDIDATE)
-    estimate: datetime | None = None
+    info = decided.pending
+    when: datetime | None = None
     message = ""
     reason = ""
     if info is not None:
         reason = info.reason
         if info.estimated_start is not None:
-            estimate = _when(info.estimated_start)
+            when = _when(info.estimated_start)
         blocker = ""
         if info.blocker and info.blocker in live.jobs:
             blocker = f"{live.jobs[info.blocker].name} (#{info.blocker})"
@@ -286,14 +278,14 @@ def _outcome(
         message = message.replace(
             f"#{info.position} in queue", f"Would be #{info.position} in queue"
         )
-        if estimate is not None:
-            message += f" Estimated start: {_clock(estimate)}."
-    summary = "Would wait" + (f" (estimated start {_clock(estimate)})" if estimate else "") + "."
+        if when is not None:
+            message += f" Estimated start: {_clock(when)}."
+    summary = "Would wait" + (f" (estimated start {_clock(when)})" if when else "") + "."
     return Estimate(
         outcome="wait",
         summary=summary,
         queue=queue,
-        estimated_start=estimate,
+        estimated_start=when,
         reason=reason,
         message=message,
         quotas=quotas,

@@ -12,6 +12,7 @@ its ``runtime.release_at`` still ahead.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import NamedTuple
@@ -131,6 +132,18 @@ def relevant_jobs(now: datetime) -> QuerySet[Job]:
     return Job.objects.filter(Q(state__in=ACTIVE_STATES) | Q(pk__in=releasing))
 
 
+def topology_levels(requested: Iterable[str], labelled: Collection[str]) -> tuple[str, ...]:
+    """The topology levels that take part in placement: the standard ones and those jobs ask
+    for, in that order, less any level no node is labelled with. Domains nest (a rack inside a
+    block inside a zone): a level no node carries would blank every level below it, so a job
+    asking for it is placed as if it had asked for no topology."""
+    levels = list(TOPOLOGY_LEVELS)
+    for level in requested:
+        if level and level not in levels:
+            levels.append(level)
+    return tuple(level for level in levels if level in labelled)
+
+
 def build_snapshot(now: datetime) -> LiveSnapshot:
     """Read everything the engine needs: 8 queries, whatever the number of jobs."""
     flavors = {f.name: f for f in Flavor.objects.all()}
@@ -153,14 +166,8 @@ def build_snapshot(now: datetime) -> LiveSnapshot:
     for job_id, flavor_id in links.values_list("job_id", "flavor_id"):
         ranked[job_id].append(flavor_names[flavor_id])
 
-    levels = list(TOPOLOGY_LEVELS)
-    for row in rows:
-        if row.topology_level and row.topology_level not in levels:
-            levels.append(row.topology_level)
-    # Domains nest (a rack inside a block inside a zone): a level no node carries would blank
-    # every level below it, so only the levels some node is labelled with take part.
     labelled = {key for nodes in nodes_by_cluster.values() for n in nodes for key in n.labels}
-    levels = [level for level in levels if level in labelled]
+    levels = topology_levels([row.topology_level for row in rows], labelled)
 
     pending: list[engine.PendingJob] = []
     admitted: list[engine.AdmittedJob] = []
@@ -220,7 +227,7 @@ def build_snapshot(now: datetime) -> LiveSnapshot:
         ),
         admitted=tuple(admitted),
         pending=tuple(pending),
-        topology_levels=tuple(levels),
+        topology_levels=levels,
         default_runtime=float(getattr(settings, "DEFAULT_JOB_RUNTIME", DEFAULT_RUNTIME)),
         half_life=float(getattr(settings, "FAIRSHARE_HALF_LIFE", DEFAULT_HALF_LIFE)),
     )

@@ -64,6 +64,23 @@ def test_estimate_within_nominal_reclaims_from_the_borrowing_queue_and_names_the
     assert victim.name in estimate.summary
 
 
+def test_estimate_shrinks_an_elastic_borrower_and_says_to_how_many_workers(
+    sim_cluster: Cluster, queue_a: Queue, queue_b: Queue, service_class_std: ServiceClass,
+    flavor_h100: Flavor, researcher_b: Any, submit: Callable[..., Job],
+    cycle: Callable[..., Any],
+) -> None:  # fmt: skip
+    elastic = submit(gpus=1, workers=16, min_workers=8, name="elastic")  # borrows 8 of b's
+    cycle(later(1))
+    cycle(later(2))
+    estimate = _estimate(queue_b, service_class_std, flavor_h100, researcher_b, now=later(120))
+    assert estimate.outcome == "preempt"
+    assert [(v.job_id, v.name, v.queue, v.reason, v.shrink_to) for v in estimate.victims] == [
+        (elastic.pk, "elastic", "team-a/main", "reclaim", 8)
+    ]
+    assert estimate.as_dict()["victims"][0]["shrink_to"] == 8
+    assert f"elastic (#{elastic.pk}, team-a/main)" in estimate.summary
+
+
 def test_estimate_that_cannot_fit_waits_with_the_engines_reason(
     sim_cluster: Cluster, queue_a: Queue, service_class_std: ServiceClass,
     flavor_h100: Flavor, researcher_a: Any, submit: Callable[..., Job],
@@ -146,46 +163,33 @@ def test_estimate_refuses_a_class_the_queue_does_not_accept(
     assert "does not accept class standard" in error.value.message_dict["service_class"][0]
 
 
-def test_estimate_agrees_with_the_engines_estimate_helper(
-    sim_cluster: Cluster, queue_a: Queue, queue_b: Queue, service_class_std: ServiceClass,
-    flavor_h100: Flavor, researcher_a: Any, researcher_b: Any, submit: Callable[..., Job],
-    cycle: Callable[..., Any],
+def test_estimate_that_waits_gives_wall_clock_times_and_names_jobs_not_engine_ids(
+    sim_cluster: Cluster, queue_a: Queue, service_class_std: ServiceClass, flavor_h100: Flavor,
+    researcher_a: Any, submit: Callable[..., Job], cycle: Callable[..., Any],
 ) -> None:  # fmt: skip
-    """The service adds names, quotas and wall-clock times; the decision is the engine's."""
-    from queues.scheduling import model as engine
-    from queues.scheduling.estimate import estimate
-    from queues.services.snapshot import build_snapshot
+    """The decision is the engine's (tests/scheduling/test_engine_estimate.py); the service
+    turns its seconds into UTC datetimes and its job ids into the jobs' names."""
+    submit(gpus=8, name="first")  # asks for 3600 s
+    cycle(later(1))
+    cycle(later(2))  # the simulated cluster reports it running
+    two_nodes = _estimate(queue_a, service_class_std, flavor_h100, researcher_a, workers=2)
+    assert (two_nodes.outcome, two_nodes.reason) == ("wait", "cohort-pool")
+    assert two_nodes.estimated_start == later(2 + 3600)  # first's estimated end
+    assert two_nodes.summary == "Would wait (estimated start 2026-03-02 10:00 UTC)."
+    assert two_nodes.message.startswith("Would be #1 in queue team-a/main. Waiting for quota")
+    assert two_nodes.message.endswith("Estimated start: 2026-03-02 10:00 UTC.")
 
-    submit(gpus=8, name="first")
-    submit(gpus=8, name="second", at=later(1))
-    cycle(later(2))
-    cycle(later(3))
-    moment = later(120)
-    outcomes = []
-    cases = [
-        (queue_b, researcher_b, 1, 8),
-        (queue_a, researcher_a, 1, 8),
-        (queue_a, researcher_a, 2, 8),
-    ]
-    for queue, user, workers, gpus in cases:
-        ours = _estimate(
-            queue, service_class_std, flavor_h100, user,
-            workers=workers, gpus_per_worker=gpus, now=moment,
-        )  # fmt: skip
-        candidate = engine.PendingJob(
-            name="candidate", queue=f"{queue.team.name}/{queue.name}", service_class="standard",
-            submitted_at=moment.timestamp(), workers=workers, gpus_per_worker=gpus,
-            flavors=("h100",),
-        )  # fmt: skip
-        theirs = estimate(build_snapshot(moment).snapshot, candidate)
-        assert ours.outcome == theirs.outcome
-        assert sorted(str(v.job_id) for v in ours.victims) == sorted(theirs.victims)
-        assert ours.reason == theirs.reason
-        if theirs.estimated_start is not None:
-            assert ours.estimated_start is not None
-            assert ours.estimated_start.timestamp() == theirs.estimated_start
-        outcomes.append(ours.outcome)
-    assert outcomes == ["preempt", "wait", "wait"]
+    big = submit(gpus=8, workers=2, name="big", at=later(3))
+    cycle(later(4))  # big holds the reservation for first's end
+    held = _estimate(
+        queue_a, service_class_std, flavor_h100, researcher_a,
+        gpus_per_worker=4, estimated_runtime=7200,
+    )  # fmt: skip
+    assert (held.outcome, held.reason, held.estimated_start) == ("wait", "behind-reservation", None)
+    assert held.message == (
+        f"Would be #2 in queue team-a/main. Held back: starting now on the free h100 would "
+        f"delay job big (#{big.pk}), which ranks higher and holds a reservation."
+    )
 
 
 def test_estimate_falls_back_to_the_next_flavor_when_the_first_is_full(
@@ -207,3 +211,29 @@ def test_estimate_falls_back_to_the_next_flavor_when_the_first_is_full(
     )
     assert (estimate.outcome, estimate.flavor) == ("start", "h100-1g.10gb")
     assert [q.flavor for q in estimate.quotas] == ["h100", "h100-1g.10gb"]
+
+
+@pytest.mark.parametrize(
+    ("level", "outcome"),
+    [
+        # no node carries a zone label: the cycle places the job as if it asked for no topology
+        ("topology.kubernetes.io/zone", "start"),
+        # each rack holds one 8-GPU node: two 8-GPU workers cannot share one
+        ("rack", "wait"),
+    ],
+)
+def test_estimate_with_required_topology_says_what_the_next_cycle_does(
+    sim_cluster: Cluster, queue_a: Queue, service_class_std: ServiceClass, flavor_h100: Flavor,
+    researcher_a: Any, submit: Callable[..., Job], cycle: Callable[..., Any],
+    level: str, outcome: str,
+) -> None:  # fmt: skip
+    Quota.objects.filter(queue=queue_a).update(nominal=16)
+    estimate = _estimate(
+        queue_a, service_class_std, flavor_h100, researcher_a,
+        workers=2, topology=(level, "required"), now=later(1),
+    )  # fmt: skip
+    job = submit(gpus=8, workers=2, topology_level=level, topology_mode="required", at=later(1))
+    cycle(later(2))
+    job.refresh_from_db()
+    assert estimate.outcome == outcome
+    assert (job.state == Job.State.PENDING) == (outcome == "wait")
