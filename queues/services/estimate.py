@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Literal
 
 from django.core.exceptions import PermissionDenied, ValidationError
@@ -31,6 +31,7 @@ from gpuplatform import access
 from queues.models import Flavor, Queue, ServiceClass
 from queues.scheduling import estimate as engine_estimate
 from queues.scheduling import model as engine
+from queues.services import messages
 from queues.services.queue_status import flavor_usage
 from queues.services.snapshot import LiveSnapshot, build_snapshot, queue_key, topology_levels
 
@@ -95,10 +96,6 @@ class Estimate:
             for q in self.quotas
         ]
         return data
-
-
-def _when(seconds: float) -> datetime:
-    return datetime.fromtimestamp(seconds, tz=UTC)
 
 
 def _clock(moment: datetime) -> str:
@@ -236,7 +233,7 @@ def _outcome(
         victims = tuple(_victim(live, s.job, s.reason, None) for s in decided.stops) + tuple(
             _victim(live, s.job, s.reason or "", s.workers) for s in decided.scales
         )
-        start = _when(admit.start_at)
+        start = messages.when(admit.start_at)
         size = f"{admit.workers} worker(s) on {admit.flavor} in cluster {admit.cluster}"
         outcome: Outcome
         if decided.outcome == engine_estimate.PREEMPT:
@@ -270,7 +267,7 @@ def _outcome(
     if info is not None:
         reason = info.reason
         if info.estimated_start is not None:
-            when = _when(info.estimated_start)
+            when = messages.when(info.estimated_start)
         blocker = ""
         if info.blocker and info.blocker in live.jobs:
             blocker = f"{live.jobs[info.blocker].name} (#{info.blocker})"
