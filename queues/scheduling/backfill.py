@@ -40,6 +40,8 @@ def find_reservation(ctx: CycleContext, job: PendingJob, flavors: list[str]) -> 
     cohort = quota.cohort.get(job.queue)
     attempts = MAX_PLACEMENT_ATTEMPTS
     for flavor in flavors:
+        if quota.never_fits(job.queue, flavor, need, can_borrow):
+            continue  # its quota can never hold it here, however many jobs end
         free = dict(ctx.cap.free_of(flavor))
         total = sum(free.values())
         events = release_schedule(ctx, flavor)

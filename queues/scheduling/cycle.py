@@ -11,14 +11,14 @@ import threading
 from collections.abc import Mapping
 from typing import Literal
 
-from queues.scheduling import explain, fairshare
+from queues.scheduling import explain
 from queues.scheduling.backfill import (
     estimated_free_time,
     find_reservation,
     limited_free,
     release_schedule,
 )
-from queues.scheduling.context import CycleContext, RunningJob, build_context
+from queues.scheduling.context import RunningJob, build_context
 from queues.scheduling.explain import PendingInfo
 from queues.scheduling.model import (
     Admit,
@@ -33,49 +33,20 @@ from queues.scheduling.model import (
 from queues.scheduling.placement import Placement, Workers, place, place_in_cluster
 from queues.scheduling.policies import Policy, get_policy
 from queues.scheduling.preemption import PreemptionPlan, candidates, plan_preemption
+from queues.scheduling.ranking import JobFacts, Ranker
 
 _CACHE_LOCK = threading.Lock()
+_RANKER = Ranker()  # kept from cycle to cycle, under _CACHE_LOCK
 MAX_FAILED_PREEMPTIONS = 8  # bound on fruitless preemption searches per cycle
 MEMOIZE = True  # reuse admission failures by job shape; off only to test it changes nothing
 
 
-def rank(ctx: CycleContext, pending: tuple[PendingJob, ...]) -> list[PendingJob]:
-    """Within nominal first, then class priority, fair-share score, submission time, name."""
-    if ctx.policy.fifo_order:
-        return sorted(pending, key=lambda j: (j.submitted_at, j.name))
-    snap = ctx.snapshot
-    geq = {f.name: f.gpu_equivalent for f in snap.flavors}
-    usage: dict[str, float] = {}
-    for (q, f), units in ctx.quota.usage.items():
-        usage[q] = usage.get(q, 0.0) + units * geq.get(f, 1.0)
-    scores = {
-        q.name: fairshare.score(q.decayed_usage, usage.get(q.name, 0.0), q.weight, snap.half_life)
-        for q in snap.queues
-    }
-    quota = ctx.quota
-    prio = {c.name: c.priority for c in snap.service_classes}
-
-    within: dict[tuple[str, tuple[str, ...], int], bool] = {}  # many jobs share one shape
-
-    def key(j: PendingJob) -> tuple[int, int, float, float, str]:
-        units = (j.min_workers or j.workers) * j.gpus_per_worker
-        shape = (j.queue, j.flavors, units)
-        nominal = within.get(shape)
-        if nominal is None:
-            # a queue without cohort never borrows: its jobs only wait for its own nominal
-            nominal = quota.cohort.get(j.queue) is None or any(
-                quota.within_nominal(j.queue, f, units) for f in j.flavors
-            )
-            within[shape] = nominal
-        return (
-            0 if nominal else 1,
-            -prio.get(j.service_class, 0),
-            scores.get(j.queue, 0.0),
-            j.submitted_at,
-            j.name,
-        )
-
-    return sorted(pending, key=key)
+def _first(kept: tuple[str, str] | None, reason: str, flavor: str) -> tuple[str, str]:
+    """The reason a job waits: its first flavor's, unless it can never run there and only waits
+    for another flavor."""
+    if kept is None or (kept[0] in explain.NEVER and reason not in explain.NEVER):
+        return (reason, flavor)
+    return kept
 
 
 class _Cycle:
@@ -98,35 +69,46 @@ class _Cycle:
         # admission failures by job shape, valid until the cycle's state next changes
         self.admit_failed: dict[tuple[object, ...], tuple[str, str] | None] = {}
         self.quota_memo: dict[tuple[str, str, int, bool], str | None] = {}  # same validity
+        # (queue, class, flavor, units) with no preemption candidates: same validity
+        self.no_candidates: set[tuple[str, str, str, int]] = set()
+        self.fallback_runtime: dict[str, float] = {}  # class -> runtime of a job without estimate
 
     def _state_changes(self) -> None:
         """Admission, preemption or a reservation is about to change what later jobs see."""
         self.admit_failed.clear()
         self.quota_memo.clear()
+        self.no_candidates.clear()
 
     # -- admission ---------------------------------------------------------------------------
-    def try_admit(self, job: PendingJob) -> bool:
-        ctx = self.ctx
-        cls = ctx.cls(job.service_class)
-        g = job.gpus_per_worker
-        least = job.min_workers or job.workers
-        res = ctx.reservation
-        long_job = res is not None and ctx.est_end_of(job) > res.start
+    def try_admit(self, facts: JobFacts) -> bool:
+        job = facts.job
+        res = self.ctx.reservation
+        long_job = res is not None and self.est_end(facts) > res.start
         # a job of the same shape already failed on this very state: it fails the same way
-        shape_key = (job.queue, job.service_class, job.flavors, g, least, job.workers)
-        memo_key = (shape_key, job.topology, long_job)
+        memo_key = facts.walk[long_job]
         if MEMOIZE and memo_key in self.admit_failed:
             known = self.admit_failed[memo_key]
             if known is not None:
                 self.blocked_reason[job.name] = known
             return False
-        first_reason = self._try_admit(job, cls, g, least, long_job)
+        cls = self.ctx.cls(job.service_class)
+        least = job.min_workers or job.workers
+        first_reason = self._try_admit(job, cls, job.gpus_per_worker, least, long_job)
         if first_reason is True:
             return True
         self.admit_failed[memo_key] = first_reason
         if first_reason is not None:
             self.blocked_reason[job.name] = first_reason
         return False
+
+    def est_end(self, facts: JobFacts) -> float:
+        """When the job would end if it started now (its estimate, else its class's bound)."""
+        if facts.estimated is not None:
+            return self.ctx.now + facts.estimated
+        name = facts.job.service_class
+        if name not in self.fallback_runtime:
+            self.fallback_runtime[name] = self.ctx.runtime_of(None, self.ctx.cls(name))
+        return self.ctx.now + self.fallback_runtime[name]
 
     def _try_admit(
         self, job: PendingJob, cls: ServiceClass, g: int, least: int, long_job: bool
@@ -141,15 +123,19 @@ class _Cycle:
                 reason = self.quota_memo[qkey]
             else:
                 reason = ctx.quota.blocked_reason(job.queue, f, least * g, cls.can_borrow)
+                if reason is not None and ctx.quota.never_fits(
+                    job.queue, f, least * g, cls.can_borrow
+                ):
+                    reason = explain.QUOTA_EXCEEDED
                 self.quota_memo[qkey] = reason
             if reason is not None:
-                first_reason = first_reason or (reason, f)
+                first_reason = _first(first_reason, reason, f)
                 continue
             room = ctx.quota.headroom(job.queue, f)
             if job.queue in ctx.nominal_only:
                 left = ctx.quota.nominal(job.queue, f) - ctx.quota.used(job.queue, f)
                 if least * g > left:
-                    first_reason = first_reason or (explain.QUOTA_HELD, f)
+                    first_reason = _first(first_reason, explain.QUOTA_HELD, f)
                     continue
                 room = min(room, left)
             if not cls.can_borrow:
@@ -157,14 +143,14 @@ class _Cycle:
             if long_job and res is not None and res.flavor == f and res.queue == job.queue:
                 # a long job of the reserved job's queue must leave it its quota at the start
                 if least * g > res.quota_room:
-                    first_reason = first_reason or (explain.BEHIND_RESERVATION, f)
+                    first_reason = _first(first_reason, explain.BEHIND_RESERVATION, f)
                     continue
                 room = min(room, res.quota_room)
             want = max(least, min(job.workers, room // g))
             shape = (f, g, job.topology, long_job)
             failed_at = self.failed_shapes.get(shape)
             if failed_at is not None and least >= failed_at:
-                first_reason = first_reason or (self._capacity_reason(job, f), f)
+                first_reason = _first(first_reason, self._capacity_reason(job, f), f)
                 continue
             free = ctx.cap.free_of(f)
             if long_job and res is not None and res.flavor == f:
@@ -175,9 +161,9 @@ class _Cycle:
                 if long_job and res is not None and res.flavor == f:
                     full = place(ctx.cap, f, want, least, g, job.topology, None, True)
                     if full is not None:
-                        first_reason = first_reason or (explain.BEHIND_RESERVATION, f)
+                        first_reason = _first(first_reason, explain.BEHIND_RESERVATION, f)
                         continue
-                first_reason = first_reason or (self._capacity_reason(job, f), f)
+                first_reason = _first(first_reason, self._capacity_reason(job, f), f)
                 continue
             self.commit_admit(job, f, p, ctx.now, long_job)
             return True
@@ -228,18 +214,23 @@ class _Cycle:
 
     # -- preemption ----------------------------------------------------------------------------
     def try_preempt(self, job: PendingJob) -> bool:
+        """Called while fewer than MAX_FAILED_PREEMPTIONS searches have failed this cycle."""
         ctx = self.ctx
-        if self.failed_preemptions >= MAX_FAILED_PREEMPTIONS:
-            return False
         cls = ctx.cls(job.service_class)
         least = job.min_workers or job.workers
         for f in job.flavors:
+            if ctx.quota.never_fits(job.queue, f, least * job.gpus_per_worker, cls.can_borrow):
+                continue  # no victims could make room in its quota
             key = (job.queue, cls.priority, f, job.gpus_per_worker, job.topology)
             failed_at = self.preempt_failed.get(key)
             if failed_at is not None and least >= failed_at:
                 continue
+            none_key = (job.queue, job.service_class, f, least * job.gpus_per_worker)
+            if MEMOIZE and none_key in self.no_candidates:
+                continue
             cands = candidates(ctx, job, f)
             if not cands:
+                self.no_candidates.add(none_key)
                 continue
             plan = plan_preemption(ctx, job, f, cands)
             if plan is None:
@@ -297,6 +288,10 @@ class _Cycle:
             ctx.cap.invalidate(flavor)
             for v in plan.victims:
                 ctx.quota.add(v.job.queue, flavor, sum(v.removed.values()) * v.job.g)
+        res = ctx.reservation
+        if res is not None and plan.reserved_spare is not None:
+            res.spare = plan.reserved_spare
+            res.quota_room = plan.quota_room
         # capacity came free: shapes that failed may fit now
         self.failed_shapes = {k: v for k, v in self.failed_shapes.items() if k[0] != flavor}
         total = sum(units.values())
@@ -429,10 +424,7 @@ class _Cycle:
             if (
                 self.head_blocker is not None
                 and job.name != self.head_blocker
-                and (
-                    reason not in (explain.TOO_LARGE, explain.NO_FLAVOR)
-                    and job.name not in self.blocked_reason
-                )
+                and (reason not in explain.NEVER and job.name not in self.blocked_reason)
             ):
                 reason, blocker = explain.HEAD_OF_LINE, self.head_blocker
             estimate: float | None = None
@@ -473,30 +465,33 @@ class _Cycle:
                 estimated_start=estimate,
                 reserved=reserved,
                 preemption=self.policy.preemption,
+                can_borrow=ctx.cls(job.service_class).can_borrow,
             )
 
     # -- the walk ------------------------------------------------------------------------------
     def run(self) -> CycleResult:
         ctx = self.ctx
-        ranked = rank(ctx, ctx.snapshot.pending)
+        ranked = _RANKER.rank(ctx, ctx.snapshot.pending)
         left: set[str] = set()
-        for job in ranked:
+        preemption = self.policy.preemption
+        for facts in ranked:
+            job = facts.job
             if self.head_blocker is not None:
                 left.add(job.name)
                 continue
-            if self.try_admit(job):
+            if self.try_admit(facts):
                 continue
-            if self.policy.preemption and self.try_preempt(job):
+            if (
+                preemption
+                and self.failed_preemptions < MAX_FAILED_PREEMPTIONS
+                and self.try_preempt(job)
+            ):
                 continue
             left.add(job.name)
             reason = self.blocked_reason.get(job.name, (explain.CAPACITY, ""))[0]
             if reason in (explain.CAPACITY, explain.TOPOLOGY, explain.BEHIND_RESERVATION):
                 self.capacity_blocked.update(job.flavors)
-            if (
-                self.policy.backfill
-                and not self.reserve_tried
-                and reason not in (explain.TOO_LARGE, explain.NO_FLAVOR)
-            ):
+            if self.policy.backfill and not self.reserve_tried and reason not in explain.NEVER:
                 self.reserve_tried = True  # EASY: only the best-ranked blocked job
                 self.reserve(job)
             if self.policy.head_of_line:
@@ -504,7 +499,7 @@ class _Cycle:
         if self.policy.elastic_growth:
             self.grow()
         if self.explain:
-            self.explain_pending(ranked, left)
+            self.explain_pending([f.job for f in ranked], left)
         res = ctx.reservation
         reserve = None
         if res is not None:

@@ -16,10 +16,12 @@ COHORT_POOL = "cohort-pool"  # the cohort's shared pool is full
 CAPACITY = "capacity"  # quota fits, but not enough free GPUs of the flavor
 TOPOLOGY = "topology"  # enough free GPUs, but not inside one topology domain
 TOO_LARGE = "too-large"  # no cluster could ever hold the job
+QUOTA_EXCEEDED = "quota-exceeded"  # more than its queue's quota could ever give it
 NO_FLAVOR = "no-flavor"  # no schedulable node exposes any acceptable flavor
 BEHIND_RESERVATION = "behind-reservation"  # would delay the reservation of a better-ranked job
 HEAD_OF_LINE = "head-of-line"  # fifo: waits behind an earlier job
 QUOTA_HELD = "quota-held"  # its queue stays within nominal until a non-borrowing job starts
+NEVER = (TOO_LARGE, NO_FLAVOR, QUOTA_EXCEEDED)  # reasons no amount of waiting removes
 
 
 def _n(value: float) -> str:
@@ -50,6 +52,7 @@ class PendingInfo:
     estimated_start: float | None = None
     reserved: bool = False  # holds the backfill reservation (starts at estimated_start)
     preemption: bool = True  # the policy may preempt running jobs for it
+    can_borrow: bool = True  # its class may borrow from the cohort
 
     @property
     def message(self) -> str:
@@ -116,6 +119,23 @@ class PendingInfo:
             return (
                 f"Cannot run: needs {self.need} {self.flavor}, more than any cluster has; "
                 f"ask for fewer workers or GPUs per worker."
+            )
+        if r == QUOTA_EXCEEDED:
+            if self.cohort is None:
+                most = f"its nominal quota of {self.nominal}, and the queue has no cohort"
+            elif not self.can_borrow:
+                most = (
+                    f"its nominal quota of {self.nominal}, and class {self.service_class} "
+                    f"may not borrow"
+                )
+            else:
+                most = f"its nominal {self.nominal} plus what it may borrow"
+                if self.limit is not None:
+                    most += f" (at most {self.limit})"
+                most += f" from the cohort pool of {self.cohort} ({self.pool_size})"
+            return (
+                f"Cannot run: needs {self.need} {self.flavor}, more than queue {self.queue} "
+                f"can ever use: {most}. Ask for fewer GPUs or a larger quota."
             )
         if r == NO_FLAVOR:
             return (

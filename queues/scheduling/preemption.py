@@ -33,6 +33,9 @@ class PreemptionPlan:
     placement: Placement
     victims: list[Victim]
     free: dict[int, int]  # the flavor's free units once victims are out and the preemptor is in
+    # a preemptor that runs past the reservation's start: what the reservation leaves spare after
+    reserved_spare: dict[int, int] | None = None
+    quota_room: int = 0
 
 
 def _shrink_workers(job: RunningJob, count: int) -> Workers:
@@ -59,27 +62,41 @@ class _Search:
         self.free = dict(self.base_free)
         self.free_total = sum(self.free.values())
         self.victims: list[Victim] = []
+        # a preemptor that would still run when the reservation starts must leave it its GPUs
+        # and quota then; victims that would still run then give theirs back to it (``late``)
+        res = ctx.reservation
+        long_job = res is not None and res.flavor == flavor and ctx.est_end_of(job) > res.start
+        self.res = res if long_job else None
+        self.late: dict[int, int] = {}
+        self.late_quota = 0
 
     # -- applying and undoing a victim on the trial state --------------------------------------
-    def apply(self, v: Victim) -> None:
+    def apply(self, v: Victim, sign: int = 1) -> None:
+        """Take ``v``'s removed workers out of the trial state (``sign=-1``: put them back)."""
         units = 0
+        res = self.res
+        late = res is not None and v.job.est_end > res.start
         for i, w in v.removed.items():
-            u = w * v.job.g
+            u = w * v.job.g * sign
             units += u
             if i in self.free:
                 self.free[i] += u
                 self.free_total += u
+            if late and res is not None and i in res.spare:
+                self.late[i] = self.late.get(i, 0) + u
+        if late and res is not None and v.job.queue == res.queue:
+            self.late_quota += units
         self.ctx.quota.add(v.job.queue, self.flavor, -units)
 
     def undo(self, v: Victim) -> None:
-        units = 0
-        for i, w in v.removed.items():
-            u = w * v.job.g
-            units += u
-            if i in self.free:
-                self.free[i] -= u
-                self.free_total -= u
-        self.ctx.quota.add(v.job.queue, self.flavor, units)
+        self.apply(v, -1)
+
+    def reserved_view(self) -> tuple[dict[int, int], int]:
+        """What the reservation leaves a long preemptor: GPUs per reserved node, and quota."""
+        res = self.res
+        assert res is not None
+        spare = {i: s + self.late.get(i, 0) for i, s in res.spare.items()}
+        return spare, res.quota_room + self.late_quota
 
     # -- rules ---------------------------------------------------------------------------------
     def reason_for(self, c: RunningJob, removed_units: int) -> str | None:
@@ -110,6 +127,15 @@ class _Search:
             self.job.queue, self.flavor, self.need
         ):
             return None
+        free = self.free
+        if self.res is not None:
+            spare, quota_room = self.reserved_view()
+            if self.job.queue == self.res.queue and self.need > quota_room:
+                return None
+            free = dict(free)
+            for i, s in spare.items():
+                if i in free:
+                    free[i] = max(0, min(free[i], s))
         return place(
             self.ctx.cap,
             self.flavor,
@@ -117,7 +143,7 @@ class _Search:
             self.least,
             self.job.gpus_per_worker,
             self.job.topology,
-            self.free,
+            free,
             first_fit=self.ctx.policy.first_fit,
         )
 
@@ -263,6 +289,13 @@ def plan_preemption(
         s.undo_all()
         return None
     plan = PreemptionPlan(placement, victims, dict(s.free))
+    if s.res is not None:
+        spare, quota_room = s.reserved_view()
+        for i, w in placement.workers.items():
+            if i in spare:
+                spare[i] -= w * job.gpus_per_worker
+        plan.reserved_spare = spare
+        plan.quota_room = quota_room - (s.need if job.queue == s.res.queue else 0)
     s.undo_all()
     return plan
 
@@ -310,6 +343,11 @@ def _give_back(s: _Search, placement: Placement) -> None:
             if i in s.free:
                 s.free[i] -= back * g
                 s.free_total -= back * g
+            if s.res is not None and v.job.est_end > s.res.start:
+                if i in s.res.spare:
+                    s.late[i] -= back * g
+                if v.job.queue == s.res.queue:
+                    s.late_quota -= back * g
             quota.add(v.job.queue, s.flavor, back * g)
         v.removed = {i: w for i, w in v.removed.items() if w > 0}
     quota.add(s.job.queue, s.flavor, -s.need)

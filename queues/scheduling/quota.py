@@ -171,6 +171,17 @@ class QuotaState:
             return explain.COHORT_POOL
         return None
 
+    def never_fits(self, queue: str, flavor: str, units: int, can_borrow: bool) -> bool:
+        """True when ``units`` exceed what the queue could hold even with its whole cohort idle."""
+        lim = self.limits(queue, flavor)
+        if units <= lim.nominal:
+            return False
+        cohort = self.cohort.get(queue)
+        if cohort is None or not can_borrow:
+            return True
+        pool = self.pool_size.get((cohort, flavor), 0)
+        return units > min(lim.limit, lim.reserved + pool)
+
     def share(self, queue: str, extra_flavor: str | None = None, extra: int = 0) -> float:
         """Kueue-style share: max over flavors of (usage above nominal) / pool / weight.
 

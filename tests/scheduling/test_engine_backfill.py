@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from queues.scheduling.cycle import run_cycle
-from queues.scheduling.model import Snapshot
+from queues.scheduling.model import Flavor, Snapshot
 from tests.scheduling.engine_builders import nodes, pending, queue, running, snapshot
 
 
@@ -71,3 +73,55 @@ def test_elastic_growth_respects_the_queue_quota() -> None:
     el = running("el", "q", {"n0": 2}, min_workers=2, requested_workers=12)
     result = run_cycle(snapshot(nodes("n", 1, {"h100": 8}), [queue("q", 5)], [el]))
     assert [(s.job, s.workers) for s in result.scales] == [("el", 5)]
+
+
+def test_a_job_its_quota_can_never_hold_does_not_take_the_reservation() -> None:
+    """The best-ranked blocked job waits for nothing: the next one gets the reservation."""
+    snap = _blocked_gang()
+    solo = pending("solo-big", "solo", gpus=8, cls="prod", submitted_at=0, estimated_runtime=60)
+    snap = replace(snap, queues=(*snap.queues, queue("solo", 4)), pending=(solo, *snap.pending))
+    result = run_cycle(snap)
+    assert result.pending["solo-big"].reason == "quota-exceeded"
+    assert result.reservation is not None
+    assert (result.reservation.job, result.reservation.start) == ("gang", 1000)
+
+
+def test_a_job_that_can_run_on_its_second_flavor_waits_for_that_one() -> None:
+    """First choice a100 is beyond its quota for good; it waits for h100 GPUs and reserves them."""
+    busy = [running("busy", "q", {"n0": 8, "n1": 4}, gpus=4, estimated_runtime=1000, started_at=0)]
+    gang = pending("gang", "q", gpus=8, workers=2, flavors=("a100", "h100"), estimated_runtime=9)
+    queues = [queue("q", {"h100": 32, "a100": 8})]
+    node_list = [*nodes("n", 2, {"h100": 8}), *nodes("a", 4, {"a100": 8})]
+    flavors = (Flavor("h100"), Flavor("a100"))
+    result = run_cycle(snapshot(node_list, queues, busy, [gang], now=10, flavors=flavors))
+    info = result.pending["gang"]
+    assert (info.reason, info.flavor) == ("capacity", "h100")
+    assert result.reservation is not None and result.reservation.flavor == "h100"
+
+
+def test_a_long_preemptor_does_not_take_gpus_the_reservation_counts_on() -> None:
+    """A low-priority job ending before the gang's start frees GPUs the gang is promised; a
+    lower-ranked long job may not preempt it to take them."""
+    snap = _blocked_gang()
+    short_low = running("low", "q", {"n1": 4}, gpus=4, cls="low", estimated_runtime=200)
+    long_std = pending("long", "q", gpus=4, submitted_at=5, estimated_runtime=5000)
+    snap = replace(snap, admitted=(*snap.admitted, short_low), pending=(*snap.pending, long_std))
+    result = run_cycle(snap)
+    assert result.reservation is not None and result.reservation.job == "gang"
+    assert not result.stops and not result.admits
+
+
+def test_a_long_preemptor_may_take_gpus_of_a_victim_that_outlasts_the_reservation() -> None:
+    """A victim still running at the gang's start holds GPUs the gang does not count on."""
+    busy = running("busy", "q", {"n0": 8}, gpus=4, estimated_runtime=1000, started_at=0)
+    late_low = running("low", "q", {"n1": 4}, gpus=4, cls="low", estimated_runtime=9000)
+    gang = pending("gang", "q", gpus=4, workers=3, submitted_at=1, estimated_runtime=500)
+    long_std = pending("long", "q", gpus=4, submitted_at=5, estimated_runtime=5000)
+    snap = snapshot(
+        nodes("n", 2, {"h100": 8}), [queue("q", 32)], [busy, late_low], [gang, long_std], now=10
+    )
+    result = run_cycle(snap)
+    assert result.reservation is not None
+    assert (result.reservation.start, result.reservation.nodes) == (1000, {"n0": 8, "n1": 4})
+    assert [(s.job, s.reason) for s in result.stops] == [("low", "priority")]
+    assert [(a.job, a.placement) for a in result.admits] == [("long", {"n1": 4})]

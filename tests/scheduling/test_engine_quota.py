@@ -79,3 +79,42 @@ def test_reserved_part_of_nominal_is_never_lent() -> None:
     state.add("a", "h100", 6)
     assert state.headroom("a", "h100") == 0
     assert state.headroom("b", "h100") == 4  # its unlent 4 stay reserved for it
+
+
+@pytest.mark.parametrize(
+    ("queues", "units", "can_borrow", "never"),
+    [
+        # no cohort: the nominal quota is all the queue will ever have
+        ([queue("a", 4)], 4, True, False),
+        ([queue("a", 4)], 5, True, True),
+        # a class that may not borrow stops at nominal, whatever the cohort lends
+        ([queue("a", 4, cohort="c"), queue("b", 6, cohort="c")], 5, False, True),
+        ([queue("a", 4, cohort="c"), queue("b", 6, cohort="c")], 10, True, False),
+        # borrowing is bounded by the borrowing limit and by what the cohort lends
+        ([queue("a", 4, cohort="c", borrowing_limit=2), queue("b", 6, cohort="c")], 7, True, True),
+        ([queue("a", 4, cohort="c"), queue("b", 6, cohort="c", lending_limit=2)], 6, True, False),
+        ([queue("a", 4, cohort="c"), queue("b", 6, cohort="c", lending_limit=2)], 7, True, True),
+    ],
+)
+def test_never_fits_is_what_the_quota_refuses_even_with_the_whole_cohort_idle(
+    queues: list[Queue], units: int, can_borrow: bool, never: bool
+) -> None:
+    state = QuotaState(queues)
+    assert state.never_fits("a", "h100", units, can_borrow) is never
+    # cross-check with the admission test on an idle cohort
+    assert (state.blocked_reason("a", "h100", units, can_borrow) is not None) is never
+
+
+def test_a_job_larger_than_its_queue_can_ever_hold_says_so() -> None:
+    jobs = [
+        pending("big", "solo", gpus=8, cls="prod"),
+        pending("wide", "a", gpus=8, workers=2, cls="prod"),
+    ]
+    queues = [queue("solo", 4), queue("a", 8, cohort="c"), queue("b", 8, cohort="c")]
+    result = run_cycle(snapshot(nodes("n", 4, {"h100": 8}), queues, [], jobs))
+    assert not result.admits
+    big, wide = result.pending["big"], result.pending["wide"]
+    assert big.reason == wide.reason == "quota-exceeded"
+    assert "needs 8 h100, more than queue solo can ever use" in big.message
+    assert "nominal quota of 4, and the queue has no cohort" in big.message
+    assert "nominal quota of 8, and class prod may not borrow" in wide.message
