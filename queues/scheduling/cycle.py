@@ -71,7 +71,6 @@ class _Cycle:
         self.quota_memo: dict[tuple[str, str, int, bool], str | None] = {}  # same validity
         # (queue, class, flavor, units) with no preemption candidates: same validity
         self.no_candidates: set[tuple[str, str, str, int]] = set()
-        self.fallback_runtime: dict[str, float] = {}  # class -> runtime of a job without estimate
 
     def _state_changes(self) -> None:
         """Admission, preemption or a reservation is about to change what later jobs see."""
@@ -83,7 +82,7 @@ class _Cycle:
     def try_admit(self, facts: JobFacts) -> bool:
         job = facts.job
         res = self.ctx.reservation
-        long_job = res is not None and self.est_end(facts) > res.start
+        long_job = res is not None and self.ctx.est_end_of(job) > res.start
         # a job of the same shape already failed on this very state: it fails the same way
         memo_key = facts.walk[long_job]
         if MEMOIZE and memo_key in self.admit_failed:
@@ -100,15 +99,6 @@ class _Cycle:
         if first_reason is not None:
             self.blocked_reason[job.name] = first_reason
         return False
-
-    def est_end(self, facts: JobFacts) -> float:
-        """When the job would end if it started now (its estimate, else its class's bound)."""
-        if facts.estimated is not None:
-            return self.ctx.now + facts.estimated
-        name = facts.job.service_class
-        if name not in self.fallback_runtime:
-            self.fallback_runtime[name] = self.ctx.runtime_of(None, self.ctx.cls(name))
-        return self.ctx.now + self.fallback_runtime[name]
 
     def _try_admit(
         self, job: PendingJob, cls: ServiceClass, g: int, least: int, long_job: bool

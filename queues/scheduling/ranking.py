@@ -27,16 +27,14 @@ WalkKey = tuple[tuple[str, str, tuple[str, ...], int, int, int], Topology | None
 class JobFacts:
     """What the cycle needs of a pending job that stays the same while it waits."""
 
-    __slots__ = ("estimated", "job", "least_units", "rank_shape", "stamp", "tail", "walk")
+    __slots__ = ("job", "rank_shape", "stamp", "tail", "walk")
 
     def __init__(self, job: PendingJob, rank_shape: int) -> None:
         least = job.min_workers or job.workers
         shape = (job.queue, job.service_class, job.flavors, job.gpus_per_worker, least, job.workers)
         self.job = job
-        self.least_units = least * job.gpus_per_worker
         self.rank_shape = rank_shape  # interned (queue, class, flavors, least units)
         self.tail = (job.submitted_at, job.name)
-        self.estimated = job.estimated_runtime
         # the admission memo's key: for a job that ends before the reservation starts, and not
         topology = job.topology
         self.walk: tuple[WalkKey, WalkKey] = ((shape, topology, False), (shape, topology, True))
