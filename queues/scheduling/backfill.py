@@ -17,16 +17,38 @@ from queues.scheduling.placement import place
 MAX_PLACEMENT_ATTEMPTS = 24  # bound on trial placements while looking for the start time
 
 
+def release_events(ctx: CycleContext, flavor: str) -> list[tuple[float, int, int, str]]:
+    """(time, node index, units, queue) at which GPUs of ``flavor`` are expected to come free.
+
+    Sorted by time. Times are not clamped to now (a job past its estimate is expected to end
+    any moment), and a change this cycle made to a running job comes as a negative event at the
+    same time as its original one, so a reader must take every event up to a time together.
+    """
+    base = ctx.base_ends.get(flavor, [])
+    extra = list(ctx.releases.get(flavor, ()))
+    seen: set[int] = set()
+    for r, before in ctx.mutated:  # the first entry of a job has its workers from the snapshot
+        if r.flavor != flavor or id(r) in seen:
+            continue
+        seen.add(id(r))
+        extra.extend((r.est_end, i, -w * r.g, r.queue) for i, w in before.items())
+        extra.extend((r.est_end, i, w * r.g, r.queue) for i, w in r.workers.items())
+    for r in ctx.running[ctx.base_running :]:  # admitted by this cycle
+        if r.flavor == flavor:
+            extra.extend((r.est_end, i, w * r.g, r.queue) for i, w in r.workers.items())
+    if not extra:
+        return base
+    return sorted(base + extra)
+
+
 def release_schedule(ctx: CycleContext, flavor: str) -> list[tuple[float, int, int, str]]:
-    """(time, node index, units, queue) at which GPUs of ``flavor`` are expected to come free."""
-    events = list(ctx.releases.get(flavor, ()))
+    """``release_events`` clamped to now and netted: every event adds GPUs."""
     now = ctx.now
-    for r in ctx.running:
-        if r.flavor == flavor and r.workers:
-            end = max(now, r.est_end)  # a job past its estimate is expected to end any moment
-            events.extend((end, i, w * r.g, r.queue) for i, w in r.workers.items())
-    events.sort()
-    return events
+    net: dict[tuple[float, int, str], int] = {}
+    for t, i, u, q in release_events(ctx, flavor):
+        key = (max(now, t), i, q)
+        net[key] = net.get(key, 0) + u
+    return sorted((t, i, u, q) for (t, i, q), u in net.items() if u)
 
 
 def find_reservation(ctx: CycleContext, job: PendingJob, flavors: list[str]) -> Reservation | None:
@@ -44,7 +66,7 @@ def find_reservation(ctx: CycleContext, job: PendingJob, flavors: list[str]) -> 
             continue  # its quota can never hold it here, however many jobs end
         free = dict(ctx.cap.free_of(flavor))
         total = sum(free.values())
-        events = release_schedule(ctx, flavor)
+        events = release_events(ctx, flavor)
         # quota given back on trial: applied (summed per queue) before each quota check, and
         # undone below; usage and pool accounting are additive, so the order does not matter
         releasing: dict[str, int] = {}

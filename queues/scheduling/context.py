@@ -6,11 +6,14 @@ so that each decision sees what the cycle has already admitted, stopped and rese
 
 from __future__ import annotations
 
+import bisect
+import math
 from dataclasses import dataclass, field
 
 from queues.scheduling.model import (
     AdmittedJob,
     PendingJob,
+    Queue,
     ServiceClass,
     Snapshot,
     Stop,
@@ -18,7 +21,7 @@ from queues.scheduling.model import (
 )
 from queues.scheduling.placement import Capacity, Layout, Workers, layout_of
 from queues.scheduling.policies import Policy
-from queues.scheduling.quota import QuotaState
+from queues.scheduling.quota import QuotaState, quota_statics
 
 DEFAULT_CLASS = ServiceClass(name="", priority=0)
 
@@ -71,14 +74,20 @@ class CycleContext:
     running: list[RunningJob]
     stops: list[Stop] = field(default_factory=list)
     reservation: Reservation | None = None
-    victim_pools: dict[str, dict[str, list[RunningJob]]] = field(default_factory=dict)
-    victim_pools_built: bool = False
+    # flavor -> queue -> started jobs of preemptible classes (rule 1's time test is left to
+    # the caller); shared with the incremental state: read only
+    victim_pools: dict[str, dict[str, dict[int, RunningJob]]] = field(default_factory=dict)
+    # flavor -> estimated ends of the admitted jobs as the snapshot has them: (time, node, units,
+    # queue), sorted, times not clamped to now; shared with the incremental state: read only
+    base_ends: dict[str, list[tuple[float, int, int, str]]] = field(default_factory=dict)
+    base_running: int = 0  # ctx.running[base_running:] were admitted by this cycle
     # running jobs changed by this cycle (shrunk, grown, stopped), with their workers before
     mutated: list[tuple[RunningJob, Workers]] = field(default_factory=list)
     # queues with an admitted, not yet started job that may not borrow: they must stay within
     # nominal until it starts, or it would start borrowing
     nominal_only: set[str] = field(default_factory=set)
-    # known releases (stopping jobs): flavor -> [(time, node, units, queue)]
+    # releases decided by building the context (node failures, overruns) and GPUs of victims
+    # beyond what their preemptor takes: flavor -> [(time, node, units, queue)]
     releases: dict[str, list[tuple[float, int, int, str]]] = field(default_factory=dict)
 
     @property
@@ -139,10 +148,27 @@ class _Incremental:
         self.entries: dict[int, _Entry] = {}
         self.free: dict[str, dict[int, int]] = {f: dict(v) for f, v in layout.base_free.items()}
         self.usage: dict[tuple[str, str], int] = {}
-        self.stopping: set[int] = set()
         self.waiting: dict[str, _Entry] = {}
         self.mutated: list[tuple[RunningJob, Workers]] = []
         self.on_node: dict[int, set[int]] = {}  # node index -> entries with a worker there
+        self.running: dict[int, RunningJob] = {}  # entries that are not stopping
+        self.pools: dict[str, dict[str, dict[int, RunningJob]]] = {}  # see CycleContext
+        self.ends: dict[str, list[tuple[float, int, int, str]]] = {}  # see CycleContext
+        self.quota: QuotaState | None = None  # usage over the last snapshot's quotas
+
+    def quota_for(self, queues: tuple[Queue, ...]) -> QuotaState:
+        """The admitted jobs' usage over these queues' quotas (a copy the caller may change)."""
+        if self.quota is None or self.quota.static is not quota_statics(queues):
+            self.quota = QuotaState(queues, self.usage)
+        return self.quota.copy()
+
+    def _ends_of(self, entry: _Entry) -> list[tuple[float, int, int, str]]:
+        job = entry.job
+        if entry.running is not None:
+            end = entry.running.est_end
+        else:  # stopping: its GPUs come back at the end of its grace period
+            end = job.release_at if job.release_at is not None else -math.inf
+        return [(end, i, u, job.queue) for i, u in entry.units.items()]
 
     def runtime(self, job: AdmittedJob, cls: ServiceClass) -> float:
         if job.estimated_runtime is not None:
@@ -174,6 +200,14 @@ class _Incremental:
             )
         entry = _Entry(job, workers, running)
         self.entries[key] = entry
+        if running is not None:
+            self.running[key] = running
+            if job.started_at is not None and running.cls.preemptible:
+                by_queue = self.pools.setdefault(job.flavor, {})
+                by_queue.setdefault(job.queue, {})[key] = running
+        ends = self.ends.setdefault(job.flavor, [])
+        for event in self._ends_of(entry):
+            bisect.insort(ends, event)
         free = self.free.get(job.flavor)
         if free is not None:
             for i, u in entry.units.items():
@@ -181,25 +215,32 @@ class _Incremental:
                     free[i] -= u
         ukey = (job.queue, job.flavor)
         self.usage[ukey] = self.usage.get(ukey, 0) + entry.total
+        if self.quota is not None:
+            self.quota.add(job.queue, job.flavor, entry.total)
         for i in entry.units:
             self.on_node.setdefault(i, set()).add(key)
-        if job.stopping:
-            self.stopping.add(key)
-        elif job.started_at is None:
+        if not job.stopping and job.started_at is None:
             self.waiting[job.name] = entry
 
     def remove(self, key: int) -> None:
         entry = self.entries.pop(key)
         job = entry.job
+        if entry.running is not None:
+            del self.running[key]
+            self.pools.get(job.flavor, {}).get(job.queue, {}).pop(key, None)
+        ends = self.ends[job.flavor]
+        for event in self._ends_of(entry):
+            del ends[bisect.bisect_left(ends, event)]
         free = self.free.get(job.flavor)
         if free is not None:
             for i, u in entry.units.items():
                 if i in free:
                     free[i] += u
         self.usage[(job.queue, job.flavor)] -= entry.total
+        if self.quota is not None:
+            self.quota.add(job.queue, job.flavor, -entry.total)
         for i in entry.units:
             self.on_node[i].discard(key)
-        self.stopping.discard(key)
         if self.waiting.get(job.name) is entry:
             del self.waiting[job.name]
 
@@ -231,13 +272,12 @@ def build_context(snapshot: Snapshot, policy: Policy) -> CycleContext:
     """Free capacity and quota usage after every admitted job; failures and overruns stopped."""
     layout = layout_of(snapshot)
     inc = _incremental(snapshot, layout)
-    plain: dict[int, AdmittedJob] = {}
-    victims: list[AdmittedJob] = []  # stopping jobs whose GPUs may be held for a preemptor
-    for job in snapshot.admitted:
-        if job.stopping and job.held_for is not None:
-            victims.append(job)
-        else:
-            plain[id(job)] = job
+    admitted = snapshot.admitted
+    # stopping jobs whose GPUs may be held for a preemptor
+    victims = [job for job in admitted if job.held_for is not None and job.stopping]
+    plain = dict(zip(map(id, admitted), admitted, strict=True))
+    for job in victims:
+        del plain[id(job)]
     entries = inc.entries
     for key in entries.keys() - plain.keys():
         inc.remove(key)
@@ -251,18 +291,18 @@ def build_context(snapshot: Snapshot, policy: Policy) -> CycleContext:
             inc.add(id(job), job)
     cap = Capacity(snapshot, inc.free)
     now = snapshot.now
-    usage = dict(inc.usage)
+    quota = inc.quota_for(snapshot.queues)
     for job in victims:
         if job.held_for in inc.waiting:  # counted against its queue until released
-            ukey = (job.queue, job.flavor)
-            usage[ukey] = usage.get(ukey, 0) + job.workers * job.gpus_per_worker
-    quota = QuotaState(snapshot.queues, usage)
+            quota.add(job.queue, job.flavor, job.workers * job.gpus_per_worker)
     ctx = CycleContext(snapshot, policy, cap, quota, dict(inc.classes), [])
     ctx.mutated = inc.mutated
+    ctx.victim_pools = inc.pools
+    ctx.base_ends = inc.ends
     for entry in inc.waiting.values():
         if not ctx.cls(entry.job.service_class).can_borrow:
             ctx.nominal_only.add(entry.job.queue)
-    stopped: set[int] = set()
+    stopped: list[RunningJob] = []
     timed = {c.name for c in snapshot.service_classes if c.max_runtime is not None}
     suspects: set[int] = set()
     for i in cap.failed:
@@ -285,28 +325,29 @@ def build_context(snapshot: Snapshot, policy: Policy) -> CycleContext:
             and now - job.started_at >= cls.max_runtime
         ):
             reason = "max-runtime"
-        if reason is not None:
+        if reason is not None and entry.running is not None:
             # stopped whole; its GPUs stay busy (and counted) through its grace period
             release = now + cls.grace_period
             ctx.stops.append(Stop(job.name, reason, None, release, reason == "node-failure"))
-            stopped.add(key)
+            stopped.append(entry.running)
             rel = ctx.releases.setdefault(job.flavor, [])
             rel.extend((release, i, u, job.queue) for i, u in entry.units.items())
     # a preemptor still waiting for its victims does not start on a node lost meanwhile
     for name, entry in sorted(inc.waiting.items()):
         usable = layout.base_free.get(entry.job.flavor, {})
-        if any(i not in usable for i in entry.units):
+        if entry.running is not None and any(i not in usable for i in entry.units):
             ctx.stops.append(Stop(name, "node-failure", None, now, True))
-            stopped.add(id(entry.job))
-    for key in inc.stopping:
-        job = entries[key].job
-        release = job.release_at if job.release_at is not None else now
-        rel = ctx.releases.setdefault(job.flavor, [])
-        rel.extend((release, i, u, job.queue) for i, u in entries[key].units.items())
+            stopped.append(entry.running)
     ctx.stops.sort(key=lambda stop: stop.job)
-    ctx.running = [
-        e.running for k, e in entries.items() if e.running is not None and k not in stopped
-    ]
+    for r in stopped:  # no longer running for this cycle (undone before the next)
+        inc.mutated.append((r, dict(r.workers)))
+        r.workers = {}
+        r.preemptible_now = False
+    ctx.running = list(inc.running.values())
+    if stopped:
+        gone = {id(r) for r in stopped}
+        ctx.running = [r for r in ctx.running if id(r) not in gone]
+    ctx.base_running = len(ctx.running)
     # victims still in their grace period: quota counted; capacity shared with the preemptor
     for name, victims in sorted(held.items()):
         pre = inc.waiting.get(name)

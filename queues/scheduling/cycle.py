@@ -18,7 +18,7 @@ from queues.scheduling.backfill import (
     limited_free,
     release_schedule,
 )
-from queues.scheduling.context import RunningJob, build_context
+from queues.scheduling.context import DEFAULT_CLASS, RunningJob, build_context
 from queues.scheduling.explain import PendingInfo
 from queues.scheduling.model import (
     Admit,
@@ -67,7 +67,7 @@ class _Cycle:
         self.head_blocker: str | None = None
         self.capacity_blocked: set[str] = set()  # flavors some pending job waits for GPUs of
         # admission failures by job shape, valid until the cycle's state next changes
-        self.admit_failed: dict[tuple[object, ...], tuple[str, str] | None] = {}
+        self.admit_failed: dict[int, tuple[str, str] | None] = {}
         self.quota_memo: dict[tuple[str, str, int, bool], str | None] = {}  # same validity
         # (queue, class, flavor, units) with no preemption candidates: same validity
         self.no_candidates: set[tuple[str, str, str, int]] = set()
@@ -79,10 +79,9 @@ class _Cycle:
         self.no_candidates.clear()
 
     # -- admission ---------------------------------------------------------------------------
-    def try_admit(self, facts: JobFacts) -> bool:
+    def try_admit(self, facts: JobFacts, long_job: bool) -> bool:
+        """Admit the job if it fits; ``long_job``: it would still run at the reservation's start."""
         job = facts.job
-        res = self.ctx.reservation
-        long_job = res is not None and self.ctx.est_end_of(job) > res.start
         # a job of the same shape already failed on this very state: it fails the same way
         memo_key = facts.walk[long_job]
         if MEMOIZE and memo_key in self.admit_failed:
@@ -464,12 +463,29 @@ class _Cycle:
         ranked = _RANKER.rank(ctx, ctx.snapshot.pending)
         left: set[str] = set()
         preemption = self.policy.preemption
+        now = ctx.now
+        # a job's estimated end when it has no estimate of its own, by service class
+        fallback = {name: ctx.runtime_of(None, cls) for name, cls in ctx.classes.items()}
+        default = ctx.runtime_of(None, DEFAULT_CLASS)
+        # without explanations, a job whose shape already failed on the current state fails
+        # the same way, preemption included (the memos), and so changes nothing: skip it
+        skip_known = MEMOIZE and not self.explain
+        admit_failed = self.admit_failed
         for facts in ranked:
             job = facts.job
             if self.head_blocker is not None:
                 left.add(job.name)
                 continue
-            if self.try_admit(facts):
+            res = ctx.reservation
+            long_job = False
+            if res is not None:
+                estimate = facts.estimate
+                if estimate is None:
+                    estimate = fallback.get(job.service_class, default)
+                long_job = now + estimate > res.start
+            if skip_known and facts.walk[long_job] in admit_failed:
+                continue
+            if self.try_admit(facts, long_job):
                 continue
             if (
                 preemption

@@ -174,23 +174,6 @@ class _Search:
         self.victims = []
 
 
-def victim_pool(ctx: CycleContext, flavor: str) -> dict[str, list[RunningJob]]:
-    """Rule 1, once per cycle and flavor, by queue: started, preemptible, past min_runtime."""
-    if not ctx.victim_pools_built:
-        now = ctx.now
-        pools = ctx.victim_pools
-        for r in ctx.running:  # one pass for every flavor
-            if (
-                r.preemptible_now
-                and r.cls.preemptible
-                and r.started_at is not None
-                and now - r.started_at >= r.cls.min_runtime
-            ):
-                pools.setdefault(r.flavor, {}).setdefault(r.queue, []).append(r)
-        ctx.victim_pools_built = True
-    return ctx.victim_pools.get(flavor, {})
-
-
 def candidates(ctx: CycleContext, job: PendingJob, flavor: str) -> list[RunningJob]:
     """Rule 1 filter and rule 5 order: other queues from the highest share, then own queue.
 
@@ -204,12 +187,28 @@ def candidates(ctx: CycleContext, job: PendingJob, flavor: str) -> list[RunningJ
     others = cohort is not None and (
         cls.can_borrow or quota.within_nominal(job.queue, flavor, least)
     )
-    pool = victim_pool(ctx, flavor)
-    out = [r for r in pool.get(job.queue, ()) if r.workers and r.cls.priority < cls.priority]
+    pool = ctx.victim_pools.get(flavor, {})  # started jobs of preemptible classes
+    now = ctx.now
+    prio = cls.priority
+    # rule 1: not stopped or shrunk whole by this cycle, past its class's min_runtime
+    out = [
+        r
+        for r in pool.get(job.queue, {}).values()
+        if r.cls.priority < prio
+        and r.workers
+        and r.preemptible_now
+        and now - (r.started_at or 0.0) >= r.cls.min_runtime
+    ]
     if others and cohort is not None:
         for q in quota.members.get(cohort, ()):
             if q != job.queue and q in pool and quota.borrowing(q, flavor):
-                out.extend(r for r in pool[q] if r.workers)
+                out.extend(
+                    r
+                    for r in pool[q].values()
+                    if r.workers
+                    and r.preemptible_now
+                    and now - (r.started_at or 0.0) >= r.cls.min_runtime
+                )
     if not out:
         return out
     shares = {q: quota.share(q) for q in {r.queue for r in out}}

@@ -33,13 +33,13 @@ class _Static:
         self.members: dict[str, list[str]] = {}
         self.limits: dict[tuple[str, str], _Limits] = {}
         self.pool_size: dict[tuple[str, str], int] = {}
-        self.flavors_of: dict[str, frozenset[str]] = {}
+        self.flavors: set[str] = set()  # every flavor some queue has a quota in
         for q in self.queues.values():
             self.cohort[q.name] = q.cohort
-            self.flavors_of[q.name] = frozenset(q.quotas)
             if q.cohort is not None:
                 self.members.setdefault(q.cohort, []).append(q.name)
             for f, quota in q.quotas.items():
+                self.flavors.add(f)
                 lend = quota.nominal if quota.lending_limit is None else quota.lending_limit
                 lend = max(0, min(lend, quota.nominal))
                 if q.cohort is None:
@@ -57,7 +57,7 @@ class _Static:
 _static_cache: list[tuple[tuple[object, ...], list[Queue], _Static]] = []
 
 
-def _static(queues: Sequence[Queue]) -> _Static:
+def quota_statics(queues: Sequence[Queue]) -> _Static:
     """The static part for these queues; reused while every queue keeps its quota objects."""
     key = tuple((q.name, id(q.quotas), q.cohort, q.weight) for q in queues)
     if _static_cache and _static_cache[0][0] == key:
@@ -73,30 +73,33 @@ class QuotaState:
     def __init__(
         self, queues: Sequence[Queue], usage: Mapping[tuple[str, str], int] | None = None
     ) -> None:
-        static = _static(queues)
-        self.queues = {q.name: q for q in queues}
+        static = quota_statics(queues)
+        self.static = static
+        self.queues = static.queues
         self.cohort = static.cohort
         self.members = static.members
         self._limits = static.limits  # shared: limits() only adds what the statics imply
         self.pool_size = static.pool_size
         self.pool_used: dict[tuple[str, str], int] = {}
         self.usage: dict[tuple[str, str], int] = {}
-        self.quota_flavors = static.flavors_of
-        self.used_flavors: dict[str, set[str]] = {}
-        # bulk version of add() for the usage at the start of a cycle
-        limits = self._limits
-        pool_used = self.pool_used
+        # every flavor a queue may have usage above nominal in (for share)
+        self.flavors = set(static.flavors)
         for (q, f), units in (usage or {}).items():
-            if not units:
-                continue
-            self.usage[(q, f)] = units
-            self.used_flavors.setdefault(q, set()).add(f)
-            cohort = self.cohort.get(q)
-            if cohort is not None:
-                lim = limits.get((q, f)) or self.limits(q, f)
-                part = units - lim.reserved
-                if part > 0:
-                    pool_used[(cohort, f)] = pool_used.get((cohort, f), 0) + part
+            self.add(q, f, units)
+
+    def copy(self) -> QuotaState:
+        """An independent copy of the usage over the same quotas."""
+        other = object.__new__(QuotaState)
+        other.static = self.static
+        other.queues = self.queues
+        other.cohort = self.cohort
+        other.members = self.members
+        other._limits = self._limits
+        other.pool_size = self.pool_size
+        other.pool_used = dict(self.pool_used)
+        other.usage = dict(self.usage)
+        other.flavors = set(self.flavors)
+        return other
 
     def limits(self, queue: str, flavor: str) -> _Limits:
         lim = self._limits.get((queue, flavor))
@@ -121,7 +124,7 @@ class QuotaState:
         before = self.usage.get(key, 0)
         after = before + units
         self.usage[key] = after
-        self.used_flavors.setdefault(queue, set()).add(flavor)
+        self.flavors.add(flavor)
         cohort = self.cohort.get(queue)
         if cohort is not None:
             reserved = self.limits(queue, flavor).reserved
@@ -190,11 +193,7 @@ class QuotaState:
         cohort = self.cohort.get(queue)
         weight = self.queues[queue].weight if queue in self.queues else 1.0
         best = 0.0
-        flavors = set(self.quota_flavors.get(queue, ()))
-        flavors.update(self.used_flavors.get(queue, ()))
-        if extra_flavor is not None:
-            flavors.add(extra_flavor)
-        for f in flavors:
+        for f in self.flavors if extra_flavor is None else self.flavors | {extra_flavor}:
             used = self.usage.get((queue, f), 0) + (extra if f == extra_flavor else 0)
             above = used - self.limits(queue, f).nominal
             if above <= 0:

@@ -3,15 +3,19 @@
 Within nominal first, then service-class priority (highest first), fair-share score (lowest
 first), submission time, name.
 
-A job that waits is ranked again every cycle, usually in almost the same order, so the ranker
-keeps what does not change between cycles: each job's facts (its shapes and tie-breakers) and
-the last order, which the next sort starts from (Python's sort is close to linear on a nearly
-sorted list). Facts are kept by job object and keep their job alive, so an ``id`` is never
-reused while its facts exist; a snapshot of fresh objects only costs building their facts.
+A job that waits is ranked again every cycle, so the ranker keeps what does not change between
+cycles: each job's facts (its shapes and tie-breakers) and the waiting jobs in submission order
+(the last tie-breakers). Each cycle then only orders the few rank groups (a queue and class's
+borrowing state, priority and fair-share score) and sorts the jobs by group alone: the sort is
+stable, so within a group they stay in submission order. Facts are kept by job object and keep
+their job alive, so an ``id`` is never reused while its facts exist; a snapshot of fresh objects
+only costs building their facts.
 """
 
 from __future__ import annotations
 
+import bisect
+from operator import attrgetter
 from typing import TYPE_CHECKING
 
 from queues.scheduling import fairshare
@@ -20,25 +24,27 @@ from queues.scheduling.model import PendingJob, Topology
 if TYPE_CHECKING:
     from queues.scheduling.context import CycleContext
 
-# (queue, class, flavors, gpus per worker, least workers, workers), topology, long job
-WalkKey = tuple[tuple[str, str, tuple[str, ...], int, int, int], Topology | None, bool]
+# (queue, class, flavors, gpus per worker, least workers, workers), topology
+WalkShape = tuple[tuple[str, str, tuple[str, ...], int, int, int], Topology | None]
 
 
 class JobFacts:
     """What the cycle needs of a pending job that stays the same while it waits."""
 
-    __slots__ = ("job", "rank_shape", "stamp", "tail", "walk")
+    __slots__ = ("estimate", "job", "rank_shape", "stamp", "tail", "walk")
 
-    def __init__(self, job: PendingJob, rank_shape: int) -> None:
-        least = job.min_workers or job.workers
-        shape = (job.queue, job.service_class, job.flavors, job.gpus_per_worker, least, job.workers)
+    def __init__(self, job: PendingJob, rank_shape: int, walk_shape: int) -> None:
         self.job = job
         self.rank_shape = rank_shape  # interned (queue, class, flavors, least units)
         self.tail = (job.submitted_at, job.name)
-        # the admission memo's key: for a job that ends before the reservation starts, and not
-        topology = job.topology
-        self.walk: tuple[WalkKey, WalkKey] = ((shape, topology, False), (shape, topology, True))
+        self.estimate = job.estimated_runtime
+        # the admission memo's key (an interned WalkShape): for a job that ends before the
+        # reservation starts, and for one that does not
+        self.walk = (2 * walk_shape, 2 * walk_shape + 1)
         self.stamp = -1  # the last cycle that ranked it (the ranker counts from 1)
+
+
+_tail = attrgetter("tail")
 
 
 class Ranker:
@@ -46,13 +52,29 @@ class Ranker:
 
     def __init__(self) -> None:
         self.facts: dict[int, JobFacts] = {}
-        self.order: list[JobFacts] = []  # the last ranking
+        self.by_tail: list[JobFacts] = []  # the last cycle's jobs in submission order
         self.stamp = 0
         self.shape_ids: dict[tuple[str, str, tuple[str, ...], int], int] = {}
         self.shapes: list[tuple[str, str, tuple[str, ...], int]] = []
+        self.walk_ids: dict[WalkShape, int] = {}
+
+    def _new_facts(self, job: PendingJob) -> JobFacts:
+        least = job.min_workers or job.workers
+        shape = (job.queue, job.service_class, job.flavors, least * job.gpus_per_worker)
+        sid = self.shape_ids.get(shape)
+        if sid is None:
+            sid = self.shape_ids[shape] = len(self.shapes)
+            self.shapes.append(shape)
+        walk: WalkShape = (
+            (job.queue, job.service_class, job.flavors, job.gpus_per_worker, least, job.workers),
+            job.topology,
+        )
+        wid = self.walk_ids.setdefault(walk, len(self.walk_ids))
+        return JobFacts(job, sid, wid)
 
     def _facts_of(self, pending: tuple[PendingJob, ...]) -> list[JobFacts]:
-        """The last order with the jobs that left removed, then the jobs that came."""
+        """The pending jobs' facts in submission order: the last cycle's without the jobs that
+        left, with the jobs that came merged in."""
         self.stamp += 1
         stamp = self.stamp
         facts = self.facts
@@ -60,29 +82,26 @@ class Ranker:
         for job in pending:
             f = facts.get(id(job))
             if f is None:
-                least_units = (job.min_workers or job.workers) * job.gpus_per_worker
-                shape = (job.queue, job.service_class, job.flavors, least_units)
-                sid = self.shape_ids.get(shape)
-                if sid is None:
-                    sid = self.shape_ids[shape] = len(self.shapes)
-                    self.shapes.append(shape)
-                f = facts[id(job)] = JobFacts(job, sid)
+                f = facts[id(job)] = self._new_facts(job)
             if f.stamp != stamp - 1:
                 came.append(f)
             f.stamp = stamp
-        order = [f for f in self.order if f.stamp == stamp]
-        order.extend(came)
-        if len(facts) > 2 * len(order) + 256:  # forget jobs long gone
-            self.facts = {id(f.job): f for f in order}
-        return order
+        by_tail = [f for f in self.by_tail if f.stamp == stamp]
+        came.sort(key=_tail)
+        for f in came:  # mostly new submissions, which go last
+            if by_tail and f.tail < by_tail[-1].tail:
+                bisect.insort(by_tail, f, key=_tail)
+            else:
+                by_tail.append(f)
+        self.by_tail = by_tail
+        if len(facts) > 2 * len(by_tail) + 256:  # forget jobs long gone
+            self.facts = {id(f.job): f for f in by_tail}
+        return by_tail
 
     def rank(self, ctx: CycleContext, pending: tuple[PendingJob, ...]) -> list[JobFacts]:
-        order = self._facts_of(pending)
+        by_tail = self._facts_of(pending)
         if ctx.policy.fifo_order:
-            tails = [f.tail for f in order]
-            ranked = [order[i] for i in sorted(range(len(order)), key=tails.__getitem__)]
-            self.order = ranked
-            return ranked
+            return list(by_tail)
         snap = ctx.snapshot
         quota = ctx.quota
         geq = {f.name: f.gpu_equivalent for f in snap.flavors}
@@ -98,7 +117,7 @@ class Ranker:
         prio = {c.name: c.priority for c in snap.service_classes}
         used = quota.usage
         value: dict[int, tuple[int, int, float]] = {}
-        for sid in {f.rank_shape for f in order}:
+        for sid in {f.rank_shape for f in by_tail}:
             queue, cls, flavors, units = self.shapes[sid]
             # a queue without cohort never borrows: its jobs only wait for its own nominal
             borrowing = 0
@@ -110,8 +129,9 @@ class Ranker:
                         break
             value[sid] = (borrowing, -prio.get(cls, 0), scores.get(queue, 0.0))
         dense = {v: i for i, v in enumerate(sorted(set(value.values())))}
-        group = {sid: dense[v] for sid, v in value.items()}
-        keys = [(group[f.rank_shape], f.tail) for f in order]
-        ranked = [order[i] for i in sorted(range(len(order)), key=keys.__getitem__)]
-        self.order = ranked
-        return ranked
+        group = [0] * len(self.shapes)
+        for sid, v in value.items():
+            group[sid] = dense[v]
+        keys = [group[f.rank_shape] for f in by_tail]
+        # stable: within a group the jobs keep their submission order (then name)
+        return [by_tail[i] for i in sorted(range(len(by_tail)), key=keys.__getitem__)]
