@@ -66,6 +66,8 @@ class _Cycle:
         self.reserve_tried = False
         self.head_blocker: str | None = None
         self.capacity_blocked: set[str] = set()  # flavors some pending job waits for GPUs of
+        # (cohort, flavor) whose pool some pending job waits for quota of
+        self.pool_blocked: set[tuple[str, str]] = set()
         # admission failures by job shape, valid until the cycle's state next changes
         self.admit_failed: dict[int, tuple[str, str] | None] = {}
         self.quota_memo: dict[tuple[str, str, int, bool], str | None] = {}  # same validity
@@ -356,6 +358,13 @@ class _Cycle:
                 room = min(
                     room, ctx.quota.nominal(r.queue, r.flavor) - ctx.quota.used(r.queue, r.flavor)
                 )
+            cohort = ctx.quota.cohort.get(r.queue)
+            if cohort is not None and (cohort, r.flavor) in self.pool_blocked:
+                # a pending job waits for the cohort pool's quota: growing must not take it,
+                # or the grown job's share invites a fair-share preemption that stops it whole,
+                # and it comes back smaller to preempt its preemptor in turn (a livelock)
+                lim = ctx.quota.limits(r.queue, r.flavor)
+                room = min(room, lim.reserved - ctx.quota.used(r.queue, r.flavor))
             extra = min(r.max_workers - r.count, room // r.g)
             if extra <= 0:
                 continue
@@ -494,9 +503,13 @@ class _Cycle:
             ):
                 continue
             left.add(job.name)
-            reason = self.blocked_reason.get(job.name, (explain.CAPACITY, ""))[0]
+            reason, flavor = self.blocked_reason.get(job.name, (explain.CAPACITY, ""))
             if reason in (explain.CAPACITY, explain.TOPOLOGY, explain.BEHIND_RESERVATION):
                 self.capacity_blocked.update(job.flavors)
+            elif reason == explain.COHORT_POOL:
+                cohort = ctx.quota.cohort.get(job.queue)
+                if cohort is not None:
+                    self.pool_blocked.add((cohort, flavor))
             if self.policy.backfill and not self.reserve_tried and reason not in explain.NEVER:
                 self.reserve_tried = True  # EASY: only the best-ranked blocked job
                 self.reserve(job)

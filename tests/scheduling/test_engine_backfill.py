@@ -5,8 +5,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from queues.scheduling.cycle import run_cycle
-from queues.scheduling.model import Flavor, Snapshot
-from tests.scheduling.engine_builders import nodes, pending, queue, running, snapshot
+from queues.scheduling.model import Flavor, Queue, Snapshot
+from queues.scheduling.simulate import simulate
+from tests.scheduling.engine_builders import nodes, pending, queue, running, scenario, snapshot
 
 
 def _blocked_gang(*small: tuple[str, float]) -> Snapshot:
@@ -73,6 +74,88 @@ def test_elastic_growth_respects_the_queue_quota() -> None:
     el = running("el", "q", {"n0": 2}, min_workers=2, requested_workers=12)
     result = run_cycle(snapshot(nodes("n", 1, {"h100": 8}), [queue("q", 5)], [el]))
     assert [(s.job, s.workers) for s in result.scales] == [("el", 5)]
+
+
+def _pool_cohort(lending_b: int | None = None) -> list[Queue]:
+    """One cohort whose h100 pool (64) is all three queues' quota: a (25, weight 2), b (14)."""
+    return [
+        queue("a", 25, cohort="c", weight=2.0),
+        queue("b", 14, cohort="c", lending_limit=lending_b),
+        queue("idle", 25, cohort="c"),
+    ]
+
+
+def test_elastic_job_does_not_grow_into_pool_quota_a_pending_job_waits_for() -> None:
+    """Growing b from 32 to 64 GPUs would use the pool quota job big waits for."""
+    el = running(
+        "el", "b", {"n0": 8, "n1": 8, "n2": 8, "n3": 8}, gpus=8, min_workers=4, requested_workers=8
+    )
+    big = pending("big", "a", gpus=8, workers=8)
+    result = run_cycle(snapshot(nodes("n", 16, {"h100": 8}), _pool_cohort(), [el], [big]))
+    assert result.pending["big"].reason == "cohort-pool"
+    assert not result.scales
+    alone = run_cycle(snapshot(nodes("n", 16, {"h100": 8}), _pool_cohort(), [el]))
+    assert [(s.job, s.workers) for s in alone.scales] == [("el", 8)]
+
+
+def test_elastic_job_still_grows_within_the_quota_its_queue_never_lends() -> None:
+    """b lends only 2 of its 14: it may grow up to 12 GPUs without touching the pool."""
+    el = running("el", "b", {"n0": 4}, gpus=2, min_workers=2, requested_workers=8)
+    other = running("other", "idle", {"n8": 8, "n9": 8, "n10": 8, "n11": 6}, gpus=2)
+    big = pending("big", "a", gpus=8, workers=6)  # 48 of the pool's 52, 30 of them in use
+    snap = snapshot(nodes("n", 16, {"h100": 8}), _pool_cohort(2), [el, other], [big])
+    result = run_cycle(snap)
+    assert result.pending["big"].reason == "cohort-pool"
+    assert [(s.job, s.workers) for s in result.scales] == [("el", 6)]
+
+
+def test_two_queues_do_not_preempt_each_other_forever_through_growth() -> None:
+    """b's elastic job preempts a's gang under fair sharing (b's share with 32 GPUs is below
+    a's with 64). Had it grown back to 64 GPUs, its share would let a's gang preempt it in
+    turn, and so on for ever. It keeps its size, finishes, and a's gang runs after it."""
+    std = {
+        "name": "std",
+        "priority": 100,
+        "preemptible": True,
+        "can_borrow": True,
+        "min_runtime": 300,
+        "grace_period": 30,
+    }
+    sc = scenario(
+        [
+            {
+                "name": "gang",
+                "queue": "a",
+                "workers": 8,
+                "gpus_per_worker": 8,
+                "duration": 3000,
+                "submit_at": 0,
+            },
+            {
+                "name": "el",
+                "queue": "b",
+                "workers": 8,
+                "min_workers": 4,
+                "gpus_per_worker": 8,
+                "duration": 3000,
+                "submit_at": 600,
+            },
+        ],
+        clusters=[
+            {"name": "main", "nodes": [{"name_prefix": "n", "count": 16, "gpus": {"h100": 8}}]}
+        ],
+        service_classes=[std],
+        queues=[
+            {"name": "a", "cohort": "c", "weight": 2, "quotas": {"h100": {"nominal": 25}}},
+            {"name": "b", "cohort": "c", "quotas": {"h100": {"nominal": 14}}},
+            {"name": "idle", "cohort": "c", "quotas": {"h100": {"nominal": 25}}},
+        ],
+        until=100000,
+    )
+    report = simulate(sc)
+    stops = [(e["job"], e["reason"]) for e in report["events"] if e["type"] == "preempt"]
+    assert stops == [("gang", "fair-share")]
+    assert report["summary"]["finished"] == 2
 
 
 def test_a_job_its_quota_can_never_hold_does_not_take_the_reservation() -> None:
