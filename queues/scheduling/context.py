@@ -9,6 +9,8 @@ from __future__ import annotations
 import bisect
 import math
 from dataclasses import dataclass, field
+from itertools import compress
+from operator import attrgetter
 
 from queues.scheduling.model import (
     AdmittedJob,
@@ -24,6 +26,7 @@ from queues.scheduling.policies import Policy
 from queues.scheduling.quota import QuotaState, quota_statics
 
 DEFAULT_CLASS = ServiceClass(name="", priority=0)
+_held_for = attrgetter("held_for")  # a job's name, never empty
 
 
 @dataclass(slots=True)
@@ -274,15 +277,22 @@ def build_context(snapshot: Snapshot, policy: Policy) -> CycleContext:
     inc = _incremental(snapshot, layout)
     admitted = snapshot.admitted
     # stopping jobs whose GPUs may be held for a preemptor
-    victims = [job for job in admitted if job.held_for is not None and job.stopping]
-    plain = dict(zip(map(id, admitted), admitted, strict=True))
-    for job in victims:
-        del plain[id(job)]
+    victims = [job for job in compress(admitted, map(_held_for, admitted)) if job.stopping]
+    ids = list(map(id, admitted))
+    present = set(ids).difference(map(id, victims))
     entries = inc.entries
-    for key in entries.keys() - plain.keys():
+    # the jobs that came or went since the last snapshot (usually few)
+    changed = present.symmetric_difference(entries)
+    for key in [key for key in changed if key in entries]:
         inc.remove(key)
-    for key in plain.keys() - entries.keys():
-        inc.add(key, plain[key])
+    came = [key for key in changed if key in present]
+    if len(came) > 8:
+        by_id = dict(zip(ids, admitted, strict=True))
+        for key in came:
+            inc.add(key, by_id[key])
+    else:
+        for key in came:
+            inc.add(key, admitted[ids.index(key)])
     held: dict[str, list[AdmittedJob]] = {}
     for job in victims:
         if job.held_for in inc.waiting:

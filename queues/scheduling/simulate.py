@@ -19,6 +19,7 @@ import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any
 
 from queues.scheduling.cycle import run_cycle
@@ -66,6 +67,10 @@ class SimJob:
     preemptions: int = 0
     version: int = 0
     admitted: AdmittedJob | None = None  # cached snapshot view, rebuilt on change
+
+
+_admitted_of = attrgetter("admitted")
+_pending_of = attrgetter("pending")
 
 
 def _pending_job(spec: JobSpec) -> PendingJob:
@@ -284,38 +289,36 @@ class Simulator:
             )
             for q in self.sc.queues
         )
-        admitted = []
-        for job in self.admitted.values():
-            if job.admitted is None:
-                job.admitted = AdmittedJob(
-                    name=job.spec.name,
-                    queue=job.spec.queue,
-                    service_class=job.spec.service_class,
-                    submitted_at=job.spec.submit_at,
-                    cluster=job.cluster,
-                    flavor=job.flavor,
-                    gpus_per_worker=job.spec.gpus_per_worker,
-                    workers=job.workers,
-                    placement=dict(job.placement),
-                    started_at=job.run_start if job.state in ("running", "stopping") else None,
-                    requested_workers=job.spec.workers,
-                    min_workers=job.spec.min_workers,
-                    topology=job.pending.topology,
-                    estimated_runtime=job.spec.estimated_runtime,
-                    start_at=job.start_at if job.state == "starting" else None,
-                    stopping=job.state == "stopping",
-                    release_at=job.release_at if job.state == "stopping" else None,
-                    held_for=job.held_for if job.state == "stopping" else None,
-                )
-            admitted.append(job.admitted)
+        jobs = self.admitted.values()
+        for job in [job for job in jobs if job.admitted is None]:
+            job.admitted = AdmittedJob(
+                name=job.spec.name,
+                queue=job.spec.queue,
+                service_class=job.spec.service_class,
+                submitted_at=job.spec.submit_at,
+                cluster=job.cluster,
+                flavor=job.flavor,
+                gpus_per_worker=job.spec.gpus_per_worker,
+                workers=job.workers,
+                placement=dict(job.placement),
+                started_at=job.run_start if job.state in ("running", "stopping") else None,
+                requested_workers=job.spec.workers,
+                min_workers=job.spec.min_workers,
+                topology=job.pending.topology,
+                estimated_runtime=job.spec.estimated_runtime,
+                start_at=job.start_at if job.state == "starting" else None,
+                stopping=job.state == "stopping",
+                release_at=job.release_at if job.state == "stopping" else None,
+                held_for=job.held_for if job.state == "stopping" else None,
+            )
         return Snapshot(
             now=t,
             flavors=self.flavors,
             clusters=self.clusters,
             service_classes=self.classes,
             queues=queues,
-            admitted=tuple(admitted),
-            pending=tuple(j.pending for j in self.pending.values()),
+            admitted=tuple(map(_admitted_of, jobs)),
+            pending=tuple(map(_pending_of, self.pending.values())),
             topology_levels=self.sc.topology_levels,
             default_runtime=self.sc.default_runtime,
             half_life=self.sc.half_life,
