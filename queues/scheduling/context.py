@@ -180,7 +180,8 @@ class _Incremental:
             return cls.max_runtime
         return self.default_runtime
 
-    def add(self, key: int, job: AdmittedJob) -> None:
+    def add(self, key: int, job: AdmittedJob, sort: bool = True) -> None:
+        """Count ``job`` in; ``sort=False`` appends its ends unsorted (call ``sort_ends`` after)."""
         workers = _workers_of(self.layout, job)
         running: RunningJob | None = None
         if not job.stopping:
@@ -209,8 +210,11 @@ class _Incremental:
                 by_queue = self.pools.setdefault(job.flavor, {})
                 by_queue.setdefault(job.queue, {})[key] = running
         ends = self.ends.setdefault(job.flavor, [])
-        for event in self._ends_of(entry):
-            bisect.insort(ends, event)
+        if sort:
+            for event in self._ends_of(entry):
+                bisect.insort(ends, event)
+        else:
+            ends.extend(self._ends_of(entry))
         free = self.free.get(job.flavor)
         if free is not None:
             for i, u in entry.units.items():
@@ -224,6 +228,10 @@ class _Incremental:
             self.on_node.setdefault(i, set()).add(key)
         if not job.stopping and job.started_at is None:
             self.waiting[job.name] = entry
+
+    def sort_ends(self) -> None:
+        for ends in self.ends.values():
+            ends.sort()
 
     def remove(self, key: int) -> None:
         entry = self.entries.pop(key)
@@ -280,19 +288,28 @@ def build_context(snapshot: Snapshot, policy: Policy) -> CycleContext:
     victims = [job for job in compress(admitted, map(_held_for, admitted)) if job.stopping]
     ids = list(map(id, admitted))
     present = set(ids).difference(map(id, victims))
-    entries = inc.entries
     # the jobs that came or went since the last snapshot (usually few)
-    changed = present.symmetric_difference(entries)
-    for key in [key for key in changed if key in entries]:
-        inc.remove(key)
+    changed = present.symmetric_difference(inc.entries)
+    gone = [key for key in changed if key in inc.entries]
+    if len(gone) > len(inc.entries) // 2:  # fresh job objects (a live cycle): count anew
+        inc = _Incremental(layout, snapshot.service_classes, snapshot.default_runtime)
+        _state[:] = [inc]
+        changed = present
+    else:
+        for key in gone:
+            inc.remove(key)
+    entries = inc.entries
     came = [key for key in changed if key in present]
+    bulk = not entries  # append every release event, then sort once
     if len(came) > 8:
         by_id = dict(zip(ids, admitted, strict=True))
         for key in came:
-            inc.add(key, by_id[key])
+            inc.add(key, by_id[key], sort=not bulk)
     else:
         for key in came:
-            inc.add(key, admitted[ids.index(key)])
+            inc.add(key, admitted[ids.index(key)], sort=not bulk)
+    if bulk:
+        inc.sort_ends()
     held: dict[str, list[AdmittedJob]] = {}
     for job in victims:
         if job.held_for in inc.waiting:
@@ -355,8 +372,8 @@ def build_context(snapshot: Snapshot, policy: Policy) -> CycleContext:
         r.preemptible_now = False
     ctx.running = list(inc.running.values())
     if stopped:
-        gone = {id(r) for r in stopped}
-        ctx.running = [r for r in ctx.running if id(r) not in gone]
+        out = {id(r) for r in stopped}
+        ctx.running = [r for r in ctx.running if id(r) not in out]
     ctx.base_running = len(ctx.running)
     # victims still in their grace period: quota counted; capacity shared with the preemptor
     for name, victims in sorted(held.items()):
