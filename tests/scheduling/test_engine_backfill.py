@@ -208,3 +208,18 @@ def test_a_long_preemptor_may_take_gpus_of_a_victim_that_outlasts_the_reservatio
     assert (result.reservation.start, result.reservation.nodes) == (1000, {"n0": 8, "n1": 4})
     assert [(s.job, s.reason) for s in result.stops] == [("low", "priority")]
     assert [(a.job, a.placement) for a in result.admits] == [("long", {"n1": 4})]
+
+
+def test_a_job_stopped_in_the_same_cycle_frees_nothing_at_its_old_estimated_end() -> None:
+    """hi preempts low (estimated to end at 5000) and holds n0 until 9010: the gang's
+    reservation waits for hi, not for the end low would have had."""
+    low = running("low", "q", {"n0": 8}, gpus=8, cls="low", estimated_runtime=5000)
+    busy = running("busy", "q", {"n1": 8}, gpus=8, estimated_runtime=1000)
+    hi = pending("hi", "q", gpus=8, submitted_at=1, estimated_runtime=9000)
+    gang = pending("gang", "q", gpus=8, workers=2, submitted_at=2, estimated_runtime=100)
+    snap = snapshot(nodes("n", 2, {"h100": 8}), [queue("q", 32)], [low, busy], [hi, gang], now=10)
+    result = run_cycle(snap)
+    assert [(s.job, s.reason) for s in result.stops] == [("low", "priority")]
+    assert [a.job for a in result.admits] == ["hi"]
+    assert result.reservation is not None
+    assert (result.reservation.job, result.reservation.start) == ("gang", 9010)

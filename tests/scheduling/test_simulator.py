@@ -194,3 +194,29 @@ def test_reusing_admission_failures_by_job_shape_changes_no_decision(
         monkeypatch.setattr(cycle, "MEMOIZE", True)
         assert memoized["events"] == fresh["events"], policy
         assert without_timing(memoized) == without_timing(fresh), policy
+
+
+@pytest.mark.parametrize("seed", [2, 5])
+def test_state_kept_between_cycles_and_skipped_explanations_change_no_decision(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The engine keeps release ends, victim pools, quota usage and the ranking from cycle to
+    cycle, and skips jobs it need not explain. Replaying every cycle from scratch and with
+    explanations must decide exactly the same."""
+    from queues.scheduling import context, cycle, ranking
+    from queues.scheduling import simulate as simulate_module
+
+    data = generate(seed=seed, nodes=30, queues=8, cohorts=2, jobs=300, mig_fraction=0.2)
+    sc = parse_scenario(data, source=f"generated-{seed}")
+    kept = simulate(sc, "default")
+
+    def from_scratch(*args: Any, **kwargs: Any) -> Any:
+        context._state.clear()
+        monkeypatch.setattr(cycle, "_RANKER", ranking.Ranker())
+        kwargs["explain_pending"] = True
+        return run_cycle(*args, **kwargs)
+
+    monkeypatch.setattr(simulate_module, "run_cycle", from_scratch)
+    fresh = simulate(sc, "default")
+    assert kept["events"] == fresh["events"]
+    assert without_timing(kept) == without_timing(fresh)
