@@ -194,6 +194,7 @@ CELERY_BROKER_URL = env_str("REDIS_URL") or "filesystem://localhost/"
 CELERY_FILESYSTEM_DIR = VAR_DIR / "celery"
 CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = {}
 if CELERY_BROKER_URL.startswith("filesystem://"):
+    CELERY_BROKER_TRANSPORT = "gpuplatform.broker:Transport"  # writes each message atomically
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(CELERY_FILESYSTEM_DIR / "messages"),
         "data_folder_out": str(CELERY_FILESYSTEM_DIR / "messages"),

@@ -11,6 +11,7 @@ import time
 import uuid
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.conf import settings
@@ -123,3 +124,71 @@ def test_filesystem_broker_keeps_every_folder_under_var_dir() -> None:
     for folder in folders.values():
         assert folder.is_relative_to(settings.VAR_DIR)
         assert folder.is_dir()
+
+
+def _filesystem_queue(folder: Path) -> Any:
+    from kombu import Connection
+    from kombu.transport.virtual import BrokerState
+
+    from gpuplatform import broker
+
+    options = {
+        "data_folder_in": str(folder),
+        "data_folder_out": str(folder),
+        "processed_folder": str(folder / "processed"),
+        "store_processed": True,
+        "control_folder": str(folder / "control"),
+    }
+    (folder / "processed").mkdir()
+    (folder / "control").mkdir()
+    # kombu keeps declared exchanges on the transport class: a class of its own per test
+    transport = type("Transport", (broker.Transport,), {"global_state": BrokerState()})
+    conn = Connection("filesystem://localhost/", transport=transport, transport_options=options)
+    return conn, conn.SimpleQueue("work")
+
+
+def test_filesystem_broker_writes_each_message_whole(tmp_path: Path) -> None:
+    """The producer renames a finished file into the folder; no partial file is left behind."""
+    conn, queue = _filesystem_queue(tmp_path)
+    with conn:
+        queue.put({"task": "cycle"})
+        files = sorted(p.name for p in tmp_path.iterdir() if p.is_file())
+        assert len(files) == 1 and files[0].endswith(".work.msg")
+        assert queue.get(timeout=5).payload == {"task": "cycle"}
+
+
+def test_a_consumer_polling_while_a_message_is_written_does_not_take_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """kombu's own transport creates the message file before writing it: a worker polling in
+    between took the empty file and died on the JSON ("Unrecoverable error"). Here a consumer
+    polls at exactly that moment, while the payload is being serialised."""
+    from queue import Empty
+
+    from gpuplatform import broker
+
+    conn, queue = _filesystem_queue(tmp_path)
+    real_dumps = broker.dumps
+    polled: list[str] = []
+
+    def dumps_while_a_consumer_polls(payload: Any) -> str:
+        try:
+            queue.get(block=False)
+            polled.append("took a message")
+        except Empty:
+            polled.append("nothing yet")
+        return str(real_dumps(payload))
+
+    with conn:
+        monkeypatch.setattr(broker, "dumps", dumps_while_a_consumer_polls)
+        queue.put({"task": "cycle"})
+        monkeypatch.setattr(broker, "dumps", real_dumps)
+        assert polled == ["nothing yet"]
+        assert queue.get(timeout=5).payload == {"task": "cycle"}
+
+
+def test_the_filesystem_broker_uses_the_atomic_transport() -> None:
+    if not settings.CELERY_BROKER_URL.startswith("filesystem://"):
+        pytest.skip("REDIS_URL is set: the filesystem broker is not in use")
+    with app.connection_for_write() as conn:
+        assert type(conn.transport).__module__ == "gpuplatform.broker"
