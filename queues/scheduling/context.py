@@ -135,12 +135,15 @@ class _Entry:
 
 
 class _Incremental:
-    """Free capacity and quota usage of the admitted jobs, updated by difference.
+    """What the admitted jobs add up to, updated by difference: free capacity, quota usage (with
+    the cohort pools), running jobs, victim pools and estimated release times.
 
     Successive snapshots (the simulator's, cycle after cycle) share most ``AdmittedJob``
     objects; only the jobs that appeared or disappeared are counted again. Entries keep their
     job object alive, so an ``id`` can never be reused while its entry exists. The result is
-    exactly what counting every job from scratch gives.
+    exactly what counting every job from scratch gives (a test replays a scenario both ways).
+    A cycle's own changes to running jobs are recorded in ``mutated`` and undone before the
+    next cycle.
     """
 
     def __init__(self, layout: Layout, classes: tuple[ServiceClass, ...], default_runtime: float):
