@@ -8,6 +8,7 @@ of its usage above ``N - L`` comes from the cohort pool, whose size is the sum o
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -89,13 +90,7 @@ class QuotaState:
 
     def copy(self) -> QuotaState:
         """An independent copy of the usage over the same quotas."""
-        other = object.__new__(QuotaState)
-        other.static = self.static
-        other.queues = self.queues
-        other.cohort = self.cohort
-        other.members = self.members
-        other._limits = self._limits
-        other.pool_size = self.pool_size
+        other = copy.copy(self)  # shares the static parts
         other.pool_used = dict(self.pool_used)
         other.usage = dict(self.usage)
         other.flavors = set(self.flavors)
