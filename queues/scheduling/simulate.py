@@ -2,11 +2,11 @@
 
     python -m queues.scheduling.simulate SCENARIO.yaml [--output REPORT.json] [--policy NAME]
 
-Cycles run at every submit, finish, failure, release and timer (a job leaving its
-``min_runtime`` or reaching its ``max_runtime``), plus every ``cycle_interval`` while jobs wait
-and something changed since the last cycle (a periodic cycle on unchanged input would decide
-nothing new, so it is skipped and not counted). The simulator is the only part that measures
-wall time: ``engine_seconds`` is the time spent inside ``run_cycle``.
+Cycles run at every submit, finish, failure, release and job reaching its ``max_runtime``, plus
+every ``cycle_interval`` while jobs wait and something changed since the last cycle: a stop or
+shrink, or a job leaving its ``min_runtime`` (it may now be preempted). A periodic cycle on
+unchanged input would decide nothing new, so it is skipped and not counted. The simulator is the
+only part that measures wall time: ``engine_seconds`` is the time spent inside ``run_cycle``.
 """
 
 from __future__ import annotations
@@ -442,8 +442,13 @@ class Simulator:
                 return False  # cancelled before it was submitted
             self.submit(job)
             return True
-        if kind == TIMER:  # max_runtime reached, or min_runtime over (matters to waiters)
-            return name == "max-runtime" or bool(self.pending)
+        if kind == TIMER:
+            if name == "max-runtime":
+                return True
+            # min_runtime over: the job may now be preempted; that is changed input for the
+            # next periodic cycle, unless an event-driven cycle looks at it first
+            self.dirty = True
+            return False
         if kind == NODE:
             node, action = name.split("\0")
             key = (self.node_cluster[node], node)

@@ -12,6 +12,7 @@ import pytest
 
 from benchmarks.generate import generate
 from queues.scheduling.cycle import run_cycle
+from queues.scheduling.model import CycleResult
 from queues.scheduling.scenario import parse_scenario
 from queues.scheduling.simulate import Simulator, main, simulate
 from tests.scheduling.engine_builders import scenario
@@ -220,3 +221,52 @@ def test_state_kept_between_cycles_and_skipped_explanations_change_no_decision(
     fresh = simulate(sc, "default")
     assert kept["events"] == fresh["events"]
     assert without_timing(kept) == without_timing(fresh)
+
+
+def _protected_victim(
+    interval: float, extra_jobs: list[dict[str, Any]]
+) -> tuple[dict[str, Any], list[float]]:
+    """``young1`` (min_runtime 600) fills the only node at 0; ``prod1`` waits for it from 100.
+    The report and the times of the cycles up to 700."""
+    classes = [
+        {"name": "young", "priority": 10, "preemptible": True, "min_runtime": 600},
+        {"name": "prod", "priority": 1000, "preemptible": False, "can_borrow": False},
+    ]
+    jobs = [
+        {"name": "young1", "class": "young", "submit_at": 0, "gpus_per_worker": 8, "duration": 5000},
+        {"name": "prod1", "class": "prod", "submit_at": 100, "gpus_per_worker": 8},
+        *extra_jobs,
+    ]
+    sc = scenario(
+        jobs,
+        cycle_interval=interval,
+        service_classes=classes,
+        clusters=[{"name": "main", "nodes": [{"name": "n1", "gpus": {"h100": 8}}]}],
+        queues=[{"name": "q", "quotas": {"h100": {"nominal": 8}}}],
+    )
+    times: list[float] = []
+
+    class Watched(Simulator):
+        def decided(self, result: CycleResult, t: float, seconds: float) -> None:
+            if t <= 700:
+                times.append(t)
+
+    return Watched(sc).run(), times
+
+
+def _preempted_at(report: dict[str, Any], job: str) -> list[float]:
+    return [e["t"] for e in report["events"] if e["type"] == "preempt" and e["job"] == job]
+
+
+def test_a_job_leaving_its_min_runtime_is_looked_at_by_the_next_periodic_cycle() -> None:
+    report, cycles = _protected_victim(10, [])
+    # min_runtime ends at 600: changed input for the periodic cycle at 610, not a cycle of its own
+    assert _preempted_at(report, "young1") == [610]
+    assert cycles == [0, 100, 610, 620]  # 620: the periodic cycle after a stop
+
+
+def test_an_event_driven_cycle_before_the_periodic_one_preempts_at_once() -> None:
+    report, cycles = _protected_victim(10, [{"name": "late", "class": "prod", "submit_at": 604}])
+    assert _preempted_at(report, "young1") == [604]
+    assert cycles == [0, 100, 604, 610]
+
