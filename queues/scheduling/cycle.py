@@ -469,7 +469,9 @@ class _Cycle:
     # -- the walk ------------------------------------------------------------------------------
     def run(self) -> CycleResult:
         ctx = self.ctx
-        ranked = _RANKER.rank(ctx, ctx.snapshot.pending)
+        # without explanations, a job its quota can never hold changes nothing (no admission,
+        # preemption or reservation; no head-of-line blocking outside FIFO): the walk leaves it out
+        ranked = _RANKER.rank(ctx, ctx.snapshot.pending, drop_hopeless=not self.explain)
         left: set[str] = set()
         preemption = self.policy.preemption
         now = ctx.now

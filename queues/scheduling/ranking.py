@@ -57,6 +57,8 @@ class Ranker:
         self.shape_ids: dict[tuple[str, str, tuple[str, ...], int], int] = {}
         self.shapes: list[tuple[str, str, tuple[str, ...], int]] = []
         self.walk_ids: dict[WalkShape, int] = {}
+        self.hopeless: dict[int, bool] = {}  # rank shape -> see _hopeless
+        self.hopeless_basis: tuple[object, ...] = ()
 
     def _new_facts(self, job: PendingJob) -> JobFacts:
         least = job.min_workers or job.workers
@@ -71,6 +73,21 @@ class Ranker:
         )
         wid = self.walk_ids.setdefault(walk, len(self.walk_ids))
         return JobFacts(job, sid, wid)
+
+    def _hopeless(self, ctx: CycleContext, sid: int) -> bool:
+        """Whether the quota can never hold a job of rank shape ``sid`` in any of its flavors
+        (it depends only on the quotas and classes: kept while they stay the same)."""
+        basis = (ctx.quota.static, ctx.snapshot.service_classes)
+        if basis != self.hopeless_basis:
+            self.hopeless_basis = basis
+            self.hopeless = {}
+        known = self.hopeless.get(sid)
+        if known is None:
+            queue, cls, flavors, units = self.shapes[sid]
+            can_borrow = ctx.cls(cls).can_borrow
+            known = all(ctx.quota.never_fits(queue, fl, units, can_borrow) for fl in flavors)
+            self.hopeless[sid] = known
+        return known
 
     def _facts_of(self, pending: tuple[PendingJob, ...]) -> list[JobFacts]:
         """The pending jobs' facts in submission order: the last cycle's without the jobs that
@@ -98,7 +115,11 @@ class Ranker:
             self.facts = {id(f.job): f for f in by_tail}
         return by_tail
 
-    def rank(self, ctx: CycleContext, pending: tuple[PendingJob, ...]) -> list[JobFacts]:
+    def rank(
+        self, ctx: CycleContext, pending: tuple[PendingJob, ...], drop_hopeless: bool = False
+    ) -> list[JobFacts]:
+        """The pending jobs' facts in rank order. ``drop_hopeless``: leave out the jobs whose
+        quota can never hold them in any of their flavors (``QuotaState.never_fits``)."""
         by_tail = self._facts_of(pending)
         if ctx.policy.fifo_order:
             return list(by_tail)
@@ -117,8 +138,12 @@ class Ranker:
         prio = {c.name: c.priority for c in snap.service_classes}
         used = quota.usage
         value: dict[int, tuple[int, int, float]] = {}
+        hopeless: list[int] = []
         for sid in {f.rank_shape for f in by_tail}:
             queue, cls, flavors, units = self.shapes[sid]
+            if drop_hopeless and self._hopeless(ctx, sid):
+                hopeless.append(sid)
+                continue
             # a queue without cohort never borrows: its jobs only wait for its own nominal
             borrowing = 0
             if quota.cohort.get(queue) is not None:
@@ -132,6 +157,12 @@ class Ranker:
         group = [0] * len(self.shapes)
         for sid, v in value.items():
             group[sid] = dense[v]
+        last = len(dense)  # after every group: the hopeless jobs, left out below
+        for sid in hopeless:
+            group[sid] = last
         keys = [group[f.rank_shape] for f in by_tail]
         # stable: within a group the jobs keep their submission order (then name)
-        return [by_tail[i] for i in sorted(range(len(by_tail)), key=keys.__getitem__)]
+        order = sorted(range(len(by_tail)), key=keys.__getitem__)
+        if hopeless:
+            del order[len(order) - keys.count(last) :]
+        return [by_tail[i] for i in order]
