@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from queues.scheduling.cycle import run_cycle
-from queues.scheduling.model import Queue
+from queues.scheduling.model import Flavor, Queue
 from queues.scheduling.quota import QuotaState
 from tests.scheduling.engine_builders import nodes, pending, queue, running, snapshot
 
@@ -118,3 +118,28 @@ def test_a_job_larger_than_its_queue_can_ever_hold_says_so() -> None:
     assert "needs 8 h100, more than queue solo can ever use" in big.message
     assert "nominal quota of 4, and the queue has no cohort" in big.message
     assert "nominal quota of 8, and class prod may not borrow" in wide.message
+
+
+def test_jobs_the_quota_can_never_hold_change_no_decision_with_or_without_explanations() -> None:
+    # "both" can never fit its h100 quota but fits on a100; "never" fits neither, and ranks
+    # first (oldest). Without explanations the walk leaves out only "never".
+    queues = [queue("a", {"h100": 4, "a100": 16})]
+    jobs = [
+        pending("never", "a", gpus=8, workers=4, flavors=("h100", "a100"), submitted_at=0),
+        pending("both", "a", gpus=8, flavors=("h100", "a100"), submitted_at=1),
+        pending("small", "a", gpus=4, submitted_at=2),
+        pending("blocked", "a", gpus=8, flavors=("a100",), submitted_at=3, estimated_runtime=60),
+    ]
+    cluster = [
+        *nodes("h", 1, {"h100": 8}),
+        *nodes("g", 2, {"a100": 8}),
+    ]
+    busy = [running("busy", "a", {"g1": 8}, flavor="a100")]
+    snap = snapshot(cluster, queues, busy, jobs, flavors=(Flavor("h100"), Flavor("a100")))
+    explained = run_cycle(snap)
+    quiet = run_cycle(snap, explain_pending=False)
+    assert {a.job: a.flavor for a in quiet.admits} == {"both": "a100", "small": "h100"}
+    assert quiet.admits == explained.admits
+    assert quiet.reservation == explained.reservation
+    assert quiet.reservation is not None and quiet.reservation.job == "blocked"
+    assert explained.pending["never"].reason == "quota-exceeded"

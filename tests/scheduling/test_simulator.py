@@ -233,10 +233,11 @@ def _protected_victim(
         {"name": "prod", "priority": 1000, "preemptible": False, "can_borrow": False},
     ]
     jobs = [
-        {"name": "young1", "class": "young", "submit_at": 0, "gpus_per_worker": 8, "duration": 5000},
+        {"name": "young1", "class": "young", "submit_at": 0, "gpus_per_worker": 8},
         {"name": "prod1", "class": "prod", "submit_at": 100, "gpus_per_worker": 8},
         *extra_jobs,
     ]
+    jobs[0]["duration"] = 5000
     sc = scenario(
         jobs,
         cycle_interval=interval,
@@ -269,4 +270,3 @@ def test_an_event_driven_cycle_before_the_periodic_one_preempts_at_once() -> Non
     report, cycles = _protected_victim(10, [{"name": "late", "class": "prod", "submit_at": 604}])
     assert _preempted_at(report, "young1") == [604]
     assert cycles == [0, 100, 604, 610]
-
