@@ -45,6 +45,7 @@ class JobFacts:
 
 
 _tail = attrgetter("tail")
+_rank_shape = attrgetter("rank_shape")
 
 
 class Ranker:
@@ -74,20 +75,14 @@ class Ranker:
         wid = self.walk_ids.setdefault(walk, len(self.walk_ids))
         return JobFacts(job, sid, wid)
 
-    def _hopeless(self, ctx: CycleContext, sid: int) -> bool:
-        """Whether the quota can never hold a job of rank shape ``sid`` in any of its flavors
-        (it depends only on the quotas and classes: kept while they stay the same)."""
+    def _hopeless_of(self, ctx: CycleContext) -> dict[int, bool]:
+        """Rank shape -> whether the quota can never hold its jobs in any of their flavors. It
+        depends only on the quotas and classes, so it is kept while they stay the same."""
         basis = (ctx.quota.static, ctx.snapshot.service_classes)
         if basis != self.hopeless_basis:
             self.hopeless_basis = basis
             self.hopeless = {}
-        known = self.hopeless.get(sid)
-        if known is None:
-            queue, cls, flavors, units = self.shapes[sid]
-            can_borrow = ctx.cls(cls).can_borrow
-            known = all(ctx.quota.never_fits(queue, fl, units, can_borrow) for fl in flavors)
-            self.hopeless[sid] = known
-        return known
+        return self.hopeless
 
     def _facts_of(self, pending: tuple[PendingJob, ...]) -> list[JobFacts]:
         """The pending jobs' facts in submission order: the last cycle's without the jobs that
@@ -136,33 +131,45 @@ class Ranker:
             for q in snap.queues
         }
         prio = {c.name: c.priority for c in snap.service_classes}
+        hopeless_of = self._hopeless_of(ctx) if drop_hopeless else None
         used = quota.usage
+        # (queue, flavors) -> most units a job may add and stay within nominal in one of them
+        nominal_room: dict[tuple[str, tuple[str, ...]], int] = {}
         value: dict[int, tuple[int, int, float]] = {}
         hopeless: list[int] = []
-        for sid in {f.rank_shape for f in by_tail}:
-            queue, cls, flavors, units = self.shapes[sid]
-            if drop_hopeless and self._hopeless(ctx, sid):
-                hopeless.append(sid)
-                continue
+        shapes = self.shapes
+        for sid in set(map(_rank_shape, by_tail)):
+            queue, cls, flavors, units = shapes[sid]
+            if hopeless_of is not None:
+                known = hopeless_of.get(sid)
+                if known is None:
+                    can_borrow = ctx.cls(cls).can_borrow
+                    known = all(quota.never_fits(queue, fl, units, can_borrow) for fl in flavors)
+                    hopeless_of[sid] = known
+                if known:
+                    hopeless.append(sid)
+                    continue
             # a queue without cohort never borrows: its jobs only wait for its own nominal
             borrowing = 0
             if quota.cohort.get(queue) is not None:
-                borrowing = 1
-                for fl in flavors:
-                    if used.get((queue, fl), 0) + units <= quota.limits(queue, fl).nominal:
-                        borrowing = 0
-                        break
+                room = nominal_room.get((queue, flavors))
+                if room is None:
+                    room = max(
+                        quota.limits(queue, fl).nominal - used.get((queue, fl), 0) for fl in flavors
+                    )
+                    nominal_room[(queue, flavors)] = room
+                borrowing = 1 if units > room else 0
             value[sid] = (borrowing, -prio.get(cls, 0), scores.get(queue, 0.0))
         dense = {v: i for i, v in enumerate(sorted(set(value.values())))}
-        group = [0] * len(self.shapes)
+        group = [0] * len(shapes)
         for sid, v in value.items():
             group[sid] = dense[v]
         last = len(dense)  # after every group: the hopeless jobs, left out below
         for sid in hopeless:
             group[sid] = last
-        keys = [group[f.rank_shape] for f in by_tail]
+        keys = list(map(group.__getitem__, map(_rank_shape, by_tail)))
         # stable: within a group the jobs keep their submission order (then name)
         order = sorted(range(len(by_tail)), key=keys.__getitem__)
         if hopeless:
             del order[len(order) - keys.count(last) :]
-        return [by_tail[i] for i in order]
+        return list(map(by_tail.__getitem__, order))
