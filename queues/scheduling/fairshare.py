@@ -18,17 +18,25 @@ def tau(half_life: float) -> float:
     return half_life / math.log(2)
 
 
-def decay_usage(h: float, rate: float, elapsed: float, half_life: float) -> float:
+def decay_factor(elapsed: float, half_life: float) -> float:
+    """What is left of decayed usage after ``elapsed`` seconds."""
+    return math.exp(-elapsed / tau(half_life))
+
+
+def decay_usage(
+    h: float, rate: float, elapsed: float, half_life: float, keep: float | None = None
+) -> float:
     """H after ``elapsed`` seconds at a constant ``rate`` of GPU-equivalents.
 
     Exact integral of ``dH/dt = rate - H / tau``: the old history halves every half-life and
-    what ran in between is added with the decay it has already undergone.
+    what ran in between is added with the decay it has already undergone. ``keep``: the
+    ``decay_factor`` for these seconds, when the caller decays many queues at once.
     """
     if elapsed <= 0:
         return h
-    t = tau(half_life)
-    keep = math.exp(-elapsed / t)
-    return h * keep + rate * t * (1.0 - keep)
+    if keep is None:
+        keep = decay_factor(elapsed, half_life)
+    return h * keep + rate * tau(half_life) * (1.0 - keep)
 
 
 def score(decayed_usage: float, usage: float, weight: float, half_life: float) -> float:

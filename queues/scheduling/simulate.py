@@ -19,11 +19,12 @@ import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import filterfalse
 from operator import attrgetter
 from typing import Any
 
 from queues.scheduling.cycle import run_cycle
-from queues.scheduling.fairshare import decay_usage
+from queues.scheduling.fairshare import decay_factor, decay_usage
 from queues.scheduling.model import (
     AdmittedJob,
     Cluster,
@@ -129,13 +130,23 @@ class Simulator:
                 self.node_state[(c.name, n.name)] = {"failed": False, "cordoned": False}
                 self.node_cluster.setdefault(n.name, c.name)
         self.clusters = self._build_clusters()
-        self.decayed = {q.name: 0.0 for q in scenario.queues}
+        self.decayed = {q.name: 0.0 for q in scenario.queues}  # in the scenario's order
         self.quotas = {
             q.name: {
                 f: Quota(v.nominal, v.borrowing_limit, v.lending_limit) for f, v in q.quotas.items()
             }
             for q in scenario.queues
         }
+        # a snapshot's queues: these fields, then the decayed usage (one list per field)
+        self.queue_fields = tuple(
+            zip(
+                *(
+                    (q.name, self.quotas[q.name], q.team, q.cohort, q.weight)
+                    for q in scenario.queues
+                ),
+                strict=True,
+            )
+        )
         self.jobs = {j.name: SimJob(j, _pending_job(j)) for j in scenario.jobs}
         self.pending: dict[str, SimJob] = {}
         self.admitted: dict[str, SimJob] = {}
@@ -186,8 +197,10 @@ class Simulator:
     def advance(self, t: float) -> None:
         dt = t - self.last_t
         if dt > 0:
+            decayed = self.decayed
+            keep = decay_factor(dt, self.sc.half_life)
             for q, rate in self.alloc.items():
-                self.decayed[q] = decay_usage(self.decayed[q], rate, dt, self.sc.half_life)
+                decayed[q] = decay_usage(decayed[q], rate, dt, self.sc.half_life, keep)
             self.report.integrate(self.alloc, self.available, dt)
         self.last_t = t
 
@@ -278,19 +291,9 @@ class Simulator:
 
     # -- snapshot and decisions ------------------------------------------------------------
     def snapshot(self, t: float) -> Snapshot:
-        queues = tuple(
-            Queue(
-                q.name,
-                self.quotas[q.name],
-                q.team,
-                q.cohort,
-                q.weight,
-                self.decayed[q.name],
-            )
-            for q in self.sc.queues
-        )
+        queues = tuple(map(Queue, *self.queue_fields, self.decayed.values()))
         jobs = self.admitted.values()
-        for job in [job for job in jobs if job.admitted is None]:
+        for job in list(filterfalse(_admitted_of, jobs)):  # changed since their last view
             job.admitted = AdmittedJob(
                 name=job.spec.name,
                 queue=job.spec.queue,
