@@ -62,6 +62,7 @@ class _Search:
         self.free = dict(self.base_free)
         self.free_total = sum(self.free.values())
         self.victims: list[Victim] = []
+        self.used_before = ctx.quota.used(job.queue, flavor)
         # a preemptor that would still run when the reservation starts must leave it its GPUs
         # and quota then; victims that would still run then give theirs back to it (``late``)
         res = ctx.reservation
@@ -287,6 +288,9 @@ def plan_preemption(
     if not victims:  # it fits without stopping anything: not a preemption
         s.undo_all()
         return None
+    if _swap_takes_waited_pool(s, victims):
+        s.undo_all()
+        return None
     plan = PreemptionPlan(placement, victims, dict(s.free))
     if s.res is not None:
         spare, quota_room = s.reserved_view()
@@ -315,6 +319,54 @@ def _quota_blocked_without_all(s: _Search, cands: list[RunningJob]) -> bool:
     for q, units in by_queue.items():
         quota.add(q, s.flavor, units)
     return blocked
+
+
+def _swap_takes_waited_pool(s: _Search, victims: list[Victim]) -> bool:
+    """Rule 4's limit for a borrowing preemptor: stopping only jobs of its own queue, it may not
+    borrow more of the cohort pool than its queue did while another queue of the cohort has a job
+    waiting for the flavor.
+
+    Otherwise a fair-share decision is undone without a share test: queue A stops B's big job
+    for a small one, A's bigger job then swaps the small one out by priority (taking the freed
+    GPUs from the pool), B's job stops it again under fair sharing, and so on for ever.
+    """
+    job = s.job
+    if any(v.job.queue != job.queue for v in victims):
+        return False  # rule 3 weighed the other queues' victims against the preemptor's share
+    quota = s.ctx.quota
+    cohort = quota.cohort.get(job.queue)
+    if cohort is None:
+        return False
+    nominal = quota.nominal(job.queue, s.flavor)
+    freed = sum(sum(v.removed.values()) * v.job.g for v in victims)
+    after = s.used_before - freed + s.need
+    if max(0, after - nominal) <= max(0, s.used_before - nominal):
+        return False
+    return _another_queue_waits(s.ctx, cohort, s.flavor, job.queue)
+
+
+def _another_queue_waits(ctx: CycleContext, cohort: str, flavor: str, queue: str) -> bool:
+    """Whether a job of another queue of ``cohort`` that could ever run in ``flavor`` waits."""
+    if ctx.waiting_by_pool is None:
+        quota = ctx.quota
+        waiting: dict[tuple[str, str], dict[str, list[str]]] = {}
+        for p in ctx.snapshot.pending:
+            c = quota.cohort.get(p.queue)
+            if c is None:
+                continue
+            units = (p.min_workers or p.workers) * p.gpus_per_worker
+            can_borrow = ctx.cls(p.service_class).can_borrow
+            for f in p.flavors:
+                if not quota.never_fits(p.queue, f, units, can_borrow):
+                    waiting.setdefault((c, f), {}).setdefault(p.queue, []).append(p.name)
+        ctx.waiting_by_pool = waiting
+    admitted = {r.name for r in ctx.running[ctx.base_running :]}  # admitted by this cycle
+    return any(
+        name not in admitted
+        for q, names in ctx.waiting_by_pool.get((cohort, flavor), {}).items()
+        if q != queue
+        for name in names
+    )
 
 
 def _give_back(s: _Search, placement: Placement) -> None:

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from queues.scheduling.cycle import run_cycle
 from queues.scheduling.model import CycleResult, ServiceClass
+from queues.scheduling.simulate import simulate
 from tests.scheduling.engine_builders import (
     CLASSES,
     nodes,
     pending,
     queue,
     running,
+    scenario,
     snapshot,
 )
 
@@ -181,3 +183,103 @@ def test_grace_period_delays_the_start_and_holds_the_gpus_for_the_preemptor() ->
         )
     )
     assert not nxt.admits
+
+
+def _swap_case(waiting_elsewhere: bool) -> CycleResult:
+    """Queue a (nominal 2 of a cohort pool of 18) runs a small low-priority job on n0; n1 is
+    free. a's std gang of 16 GPUs could swap it out by priority, borrowing 8 more from the pool.
+    b's past usage ranks a's gang first."""
+    small = running("small", "a", {"n0": 8}, gpus=8, cls="low", started_at=0)
+    jobs = [pending("gang", "a", gpus=8, workers=2, submitted_at=1)]
+    if waiting_elsewhere:
+        jobs.append(pending("other", "b", gpus=8, workers=2, submitted_at=2))
+    queues = [
+        queue("a", 2, cohort="c"),
+        queue("b", 4, cohort="c", decayed_usage=1e8),
+        queue("idle", 12, cohort="c"),
+    ]
+    return run_cycle(snapshot(nodes("n", 2, {"h100": 8}), queues, [small], jobs))
+
+
+def test_a_borrowing_job_may_swap_out_a_smaller_job_of_its_queue_when_nobody_else_waits() -> None:
+    result = _swap_case(waiting_elsewhere=False)
+    assert stopped(result) == {"small": "priority"}
+    assert [a.job for a in result.admits] == ["gang"]
+
+
+def test_a_borrowing_job_does_not_swap_its_way_into_pool_quota_another_queue_waits_for() -> None:
+    result = _swap_case(waiting_elsewhere=True)
+    assert not result.stops
+    assert not result.admits
+    assert result.pending["gang"].reason == "cohort-pool"
+
+
+def test_two_queues_do_not_preempt_each_other_forever_through_a_priority_swap() -> None:
+    """b's gang stops a's gang under fair sharing; a's small spot job stops b's gang in turn (a
+    with 8 GPUs is below b with 16). a ranks first (b also runs l40s jobs). Were a's gang then
+    allowed to swap the small job out by priority, taking the other 8 GPUs from the pool, b's
+    gang would stop it again, and so on for ever: 132 stops and nothing finished by t=30000.
+    Instead the small job runs to its end and the gangs take turns after it."""
+    spot = {
+        "name": "spot",
+        "priority": 10,
+        "preemptible": True,
+        "can_borrow": True,
+        "min_runtime": 0,
+        "grace_period": 0,
+    }
+    std = {**spot, "name": "std", "priority": 100, "min_runtime": 300, "grace_period": 30}
+
+    def job(name: str, queue: str, cls: str, workers: int, at: float, **more: object) -> dict:
+        return {
+            "name": name,
+            "queue": queue,
+            "class": cls,
+            "workers": workers,
+            "gpus_per_worker": 8,
+            "duration": 5000,
+            "submit_at": at,
+            **more,
+        }
+
+    sc = scenario(
+        [
+            job("gang-a", "a", "std", 2, 0),
+            job("b-l40s", "b", "std", 2, 0, flavor="l40s", duration=100000),
+            job("gang-b", "b", "std", 2, 1),
+            job("small-a", "a", "spot", 1, 2, estimated_runtime=100),
+        ],
+        flavors=[
+            {"name": "h100", "resource": "nvidia.com/gpu"},
+            {"name": "l40s", "resource": "nvidia.com/gpu"},
+        ],
+        clusters=[
+            {
+                "name": "main",
+                "nodes": [
+                    {"name_prefix": "n", "count": 2, "gpus": {"h100": 8}},
+                    {"name": "l0", "gpus": {"l40s": 16}},
+                ],
+            }
+        ],
+        service_classes=[spot, std],
+        queues=[
+            {"name": "a", "cohort": "c", "quotas": {"h100": {"nominal": 2}}},
+            {
+                "name": "b",
+                "cohort": "c",
+                "quotas": {"h100": {"nominal": 4}, "l40s": {"nominal": 16}},
+            },
+            {"name": "idle", "cohort": "c", "quotas": {"h100": {"nominal": 12}}},
+        ],
+        until=30000,
+    )
+    report = simulate(sc)
+    stops = [(e["job"], e["reason"], e["by"]) for e in report["events"] if e["type"] == "preempt"]
+    assert stops == [
+        ("gang-a", "fair-share", "gang-b"),
+        ("gang-b", "fair-share", "small-a"),
+        ("gang-a", "fair-share", "gang-b"),  # after small-a ended: b's share is below a's again
+    ]
+    jobs = {j["name"]: j for j in report["jobs"]}
+    assert [jobs[n]["state"] for n in ("small-a", "gang-a", "gang-b")] == ["finished"] * 3
