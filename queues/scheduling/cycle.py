@@ -470,8 +470,9 @@ class _Cycle:
     def run(self) -> CycleResult:
         ctx = self.ctx
         # without explanations, a job its quota can never hold changes nothing (no admission,
-        # preemption or reservation; no head-of-line blocking outside FIFO): the walk leaves it out
-        ranked = _RANKER.rank(ctx, ctx.snapshot.pending, drop_hopeless=not self.explain)
+        # preemption or reservation) unless it blocks the line: the walk leaves it out
+        drop_hopeless = not self.explain and not self.policy.head_of_line
+        ranked = _RANKER.rank(ctx, ctx.snapshot.pending, drop_hopeless=drop_hopeless)
         left: set[str] = set()
         preemption = self.policy.preemption
         now = ctx.now
