@@ -358,12 +358,17 @@ def build_context(snapshot: Snapshot, policy: Policy) -> CycleContext:
         ):
             reason = "max-runtime"
         if reason is not None and entry.running is not None:
-            # stopped whole; its GPUs stay busy (and counted) through its grace period
+            # stopped whole; its GPUs stay busy (and counted) through its grace period, and
+            # without one they are free for this very cycle
             release = now + cls.grace_period
             ctx.stops.append(Stop(job.name, reason, None, release, reason == "node-failure"))
             stopped.append(entry.running)
-            rel = ctx.releases.setdefault(job.flavor, [])
-            rel.extend((release, i, u, job.queue) for i, u in entry.units.items())
+            if release > now:
+                rel = ctx.releases.setdefault(job.flavor, [])
+                rel.extend((release, i, u, job.queue) for i, u in entry.units.items())
+            else:
+                cap.give(job.flavor, entry.units)
+                quota.add(job.queue, job.flavor, -entry.total)
     # a preemptor still waiting for its victims does not start on a node lost meanwhile
     for name, entry in sorted(inc.waiting.items()):
         usable = layout.base_free.get(entry.job.flavor, {})
