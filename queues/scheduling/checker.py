@@ -14,8 +14,9 @@ node, and no job left running on a failed node; flavor exposed by every node use
 each worker on one node; gang size (elastic: ``min_workers``..``workers``); topology ``required``;
 queue limit ``N + B`` (``N`` without cohort); cohort pool; only ``can_borrow`` classes borrow;
 preemption rules (non-preemptible, ``min_runtime``, priority only within the queue and strictly
-lower, reclaim/fair-share only of borrowing queues of the same cohort); run times; and that the
-report's per-job summary and totals agree with its events.
+lower, reclaim/fair-share only of borrowing queues of the same cohort); run times; work
+conservation after every cycle (``checker_conservation``); and that the report's per-job summary
+and totals agree with its events.
 
 Report conventions the checker holds the simulator to, where docs/SCENARIOS.md leaves room:
 a job's and the summary's ``preemptions`` count ``preempt`` events whose reason is a scheduling
@@ -25,11 +26,13 @@ cancelled or failed job's ``finished_at`` is empty or the time it ended.
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from queues.scheduling.checker_conservation import Conservation
 from queues.scheduling.checker_jobs import EPS, JobHistory, check_job_table, fmt
 from queues.scheduling.scenario import JobSpec, QueueSpec, Scenario, ServiceClassSpec
 
@@ -51,9 +54,17 @@ INFORMATIONAL = ("reserve", "node")
 """Event types that change no allocation: node state comes from the scenario's own events."""
 
 
-def check_report(scenario: Scenario, report: Mapping[str, Any]) -> list[str]:
-    """Every violation of the scheduling rules found in ``report``; empty when it is sound."""
+def check_report(
+    scenario: Scenario, report: Mapping[str, Any], *, conservation: bool = True
+) -> list[str]:
+    """Every violation of the scheduling rules found in ``report``; empty when it is sound.
+
+    ``conservation=False`` leaves out invariant 5 (for hand-written reports that test another
+    rule). FIFO blocks the line behind its first job that does not fit: work conservation is
+    what it gives up by design, so a ``fifo`` report is never held to it.
+    """
     replay = _Replay(scenario)
+    replay.conserving = conservation and report.get("policy") != "fifo"
     events = report.get("events")
     if not isinstance(events, list):
         return ["report: 'events' must be a list"]
@@ -96,6 +107,9 @@ class _Replay:
         self.preempt_count = 0
         self.stranded: set[tuple[str, str]] = set()  # (job, node) already reported
         self.promises: dict[str, tuple[float, float, str]] = {}  # preemptor: (t, deadline, what)
+        self.held_by: dict[str, str] = {}  # stopped job -> the preemptor its GPUs are held for
+        self.conservation = Conservation(self, [])
+        self.conserving = True  # check work conservation (invariant 5)
         self.last_t = 0.0
         # GPUs held by running and stopping jobs, kept up to date by take() and give()
         self.node_used: dict[tuple[str, str], int] = defaultdict(int)
@@ -166,6 +180,15 @@ class _Replay:
                 self.fail(t, f"events[{index}] ({event.get('type')})", "events out of time order")
             last = max(last, t)
             timeline.append((t, 1, index, event))
+        self.conservation = Conservation(self, events)
+        # a cycle ran at every submission too (until the scenario's end): its instant is checked
+        cancelled = {e.job: e.at for e in self.scenario.events if e.job is not None}
+        until = self.scenario.until
+        for index, job in enumerate(self.scenario.jobs):
+            if (until is None or job.submit_at <= until) and cancelled.get(
+                job.name, math.inf
+            ) > job.submit_at:
+                timeline.append((job.submit_at, 0, -1 - index, None))
         timeline.sort(key=lambda item: (item[0], item[1], item[2]))
         instants: dict[float, list[Mapping[str, Any]]] = defaultdict(list)
         for at, kind, _, item in timeline:
@@ -176,14 +199,20 @@ class _Replay:
             if current is None or t > current + EPS:
                 if current is not None:
                     self.check_failed_nodes(current)
+                    if self.conserving:
+                        self.conservation.check(current)
                 self.new_instant(instants.get(t, []))
             current = t
-            if kind == 0:
+            if kind == 0 and item is not None:
                 self.node_event(item.node, item.action)
+            elif kind == 0:
+                pass  # a submission: nothing to apply
             else:
                 self.event(t, item)
         if current is not None:
             self.check_failed_nodes(current)
+            if self.conserving:
+                self.conservation.check(current)
         self.last_t = last
         self.check_promises()
 
@@ -192,6 +221,7 @@ class _Replay:
         their order give the engine the benefit of the doubt (see ``borrowing``)."""
         self.coming = defaultdict(int)
         self.lent_now = defaultdict(int)
+        self.conservation.new_instant()
         for event in events:
             name, placement = event.get("job"), event.get("placement")
             job = self.jobs.get(name) if isinstance(name, str) else None
@@ -221,6 +251,8 @@ class _Replay:
         if kind not in EVENT_TYPES:
             self.fail(t, f"event {kind!r}", "unknown event type")
             return
+        if kind == "reserve":
+            self.conservation.reserve(event)
         if kind in INFORMATIONAL:
             return
         name = event.get("job")
@@ -260,6 +292,7 @@ class _Replay:
             return
         self.check_gang(t, job, alloc.workers, what)
         self.running[job.name] = alloc
+        self.conservation.started(job.name)
         self.take(alloc)
         self.coming[job.queue, alloc.flavor] -= sum(alloc.placement.values())
         self.check_nodes(t, alloc, set(alloc.placement), what)
@@ -284,6 +317,9 @@ class _Replay:
         reason = event.get("reason")
         if new.workers < old.workers and reason in PROTECTED_REASONS:
             self.check_victim(t, job, old, event, str(reason), what)
+            by = event.get("by")
+            if isinstance(by, str):
+                self.conservation.preempted(t, job.name, by)
         grown = {n for n, g in new.placement.items() if g > old.placement.get(n, 0)}
         self.running[job.name] = new
         self.give(old)
@@ -433,6 +469,10 @@ class _Replay:
         self.check_runtime(t, job, alloc, what)
         if reason in PROTECTED_REASONS:
             self.check_victim(t, job, alloc, event, str(reason), what)
+        by = event.get("by")
+        if isinstance(by, str):
+            self.held_by[job.name] = by
+        self.conservation.preempted(t, job.name, by if isinstance(by, str) else None)
         self.stop(t, job)
 
     def check_victim(
@@ -554,4 +594,5 @@ class _Replay:
             history.failed = t
         else:
             history.cancelled = t
+            self.conservation.started(job.name)  # a waiting preemptor no longer holds anything
         self.stop(t, job)
