@@ -11,6 +11,7 @@ import yaml
 
 from benchmarks.generate import generate, main
 from queues.scheduling.scenario import load_scenario, parse_scenario
+from queues.scheduling.simulate import simulate
 
 
 def _small(seed: int) -> dict[str, Any]:
@@ -81,3 +82,20 @@ def test_command_line_writes_a_loadable_yaml_file(tmp_path: Path) -> None:
     scenario = load_scenario(output)
     assert len(scenario.jobs) == 50
     assert yaml.safe_load(output.read_text())["name"] == scenario.name
+
+
+@pytest.mark.parametrize(
+    ("seed", "jobs", "nodes", "queues", "cohorts"),
+    [(0, 2000, 100, 20, 4), (5, 1000, 50, 40, 8)],
+)
+def test_generated_scenarios_run_to_their_end(
+    seed: int, jobs: int, nodes: int, queues: int, cohorts: int
+) -> None:
+    """No two jobs trade places for ever: a month after the last submission nothing still runs.
+    These two scenarios each exposed a preemption livelock (an elastic job growing back after a
+    fair-share preemption; a priority swap taking back what a fair-share preemption took)."""
+    data = generate(seed=seed, nodes=nodes, queues=queues, cohorts=cohorts, jobs=jobs)
+    data["until"] = max(j["submit_at"] for j in data["jobs"]) + 30 * 86400
+    report = simulate(parse_scenario(data, source=f"generated-{seed}"))
+    held = [j["name"] for j in report["jobs"] if j["state"] in ("running", "stopping")]
+    assert held == [], f"still holding GPUs a month after the last submission: {held}"
