@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from queues.scheduling.cycle import run_cycle
 from queues.scheduling.model import Node, ServiceClass
 from queues.scheduling.simulate import simulate
@@ -84,6 +86,27 @@ def test_checkpoints_keep_work_done_before_a_preemption() -> None:
     row = next(j for j in report["jobs"] if j["name"] == "ck")
     # 600 s checkpointed before the failure at 700: 400 s left from t=800
     assert row["finished_at"] == 1200
+
+
+@pytest.mark.parametrize(("interval", "finished_at"), [(300, 1200), (None, 1800)])
+def test_a_preempted_job_loses_the_work_since_its_last_checkpoint(
+    interval: int | None, finished_at: int
+) -> None:
+    """Rule 7: stopped by priority at t=700, a job checkpointing every 300 s keeps 600 s of its
+    1000 s and finishes 400 s after it restarts at t=800; without checkpoints it starts over."""
+    ck: dict[str, object] = {
+        "name": "ck", "submit_at": 0, "class": "low", "gpus_per_worker": 8, "workers": 2,
+        "duration": 1000,
+    }  # fmt: skip
+    if interval is not None:
+        ck["checkpoint_interval"] = interval
+    urgent = {"name": "urgent", "submit_at": 700, "gpus_per_worker": 8, "workers": 2,
+              "duration": 100}  # fmt: skip
+    report = simulate(scenario([ck, urgent]))
+    stops = [(e["t"], e["job"], e["reason"]) for e in report["events"] if e["type"] == "preempt"]
+    assert stops == [(700, "ck", "priority")]
+    row = next(j for j in report["jobs"] if j["name"] == "ck")
+    assert (row["preemptions"], row["finished_at"]) == (1, finished_at)
 
 
 def test_max_runtime_fails_the_job_in_the_report() -> None:
