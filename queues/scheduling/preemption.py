@@ -234,41 +234,14 @@ def plan_preemption(
         return None
     if _quota_blocked_without_all(s, cands):
         return None
-    chosen: set[str] = set()
-    placement: Placement | None = None
-    added = True
-    while added and placement is None:
-        added = False
-        for order, c in enumerate(cands):
-            if c.name in chosen:
-                continue
-            floor = c.min_workers
-            if floor is not None and c.count > floor:
-                removed = _shrink_workers(c, c.count - floor)  # rule 6: shrink first
-            else:
-                removed = dict(c.workers)
-            reason = s.reason_for(c, sum(removed.values()) * c.g)
-            if reason is None:
-                continue
-            v = Victim(c, removed, reason, order)
-            s.apply(v)
-            s.victims.append(v)
-            chosen.add(c.name)
-            added = True
-            placement = s.fits()
-            if placement is not None:
-                break
-    # rule 6: shrinking was not enough -> stop shrunk victims whole, in order
-    if placement is None:
-        for v in list(s.victims):
-            if v.stops:
-                continue
-            s.undo(v)
-            v.removed = dict(v.job.workers)
-            s.apply(v)
-            placement = s.fits()
-            if placement is not None:
-                break
+    reclaiming = ctx.quota.within_nominal(job.queue, flavor, s.need)
+    placement = _add_victims(s, cands)
+    if placement is None and reclaiming and len(cands) > 1:
+        # rule 5's order can spend a borrowing queue's excess on a victim that does not help
+        # (a small job stopped first leaves the queue at nominal, and the large one that would
+        # have made room is then protected): a within-nominal job tries the largest first
+        s.undo_all()
+        placement = _add_victims(s, sorted(cands, key=_size_first))
     if placement is None:
         s.undo_all()
         return None
@@ -301,6 +274,49 @@ def plan_preemption(
         plan.quota_room = quota_room - (s.need if job.queue == s.res.queue else 0)
     s.undo_all()
     return plan
+
+
+def _size_first(c: RunningJob) -> int:
+    return -c.count * c.g
+
+
+def _add_victims(s: _Search, cands: list[RunningJob]) -> Placement | None:
+    """Rule 5's passes: add every candidate the rules allow, in order, until the preemptor
+    fits; rule 6: shrink first, and stop shrunk victims whole when shrinking is not enough."""
+    chosen: set[str] = set()
+    placement: Placement | None = None
+    added = True
+    while added and placement is None:
+        added = False
+        for order, c in enumerate(cands):
+            if c.name in chosen:
+                continue
+            floor = c.min_workers
+            if floor is not None and c.count > floor:
+                removed = _shrink_workers(c, c.count - floor)  # rule 6: shrink first
+            else:
+                removed = dict(c.workers)
+            reason = s.reason_for(c, sum(removed.values()) * c.g)
+            if reason is None:
+                continue
+            v = Victim(c, removed, reason, order)
+            s.apply(v)
+            s.victims.append(v)
+            chosen.add(c.name)
+            added = True
+            placement = s.fits()
+            if placement is not None:
+                return placement
+    for v in list(s.victims):  # rule 6: shrinking was not enough -> stop shrunk victims whole
+        if v.stops:
+            continue
+        s.undo(v)
+        v.removed = dict(v.job.workers)
+        s.apply(v)
+        placement = s.fits()
+        if placement is not None:
+            return placement
+    return None
 
 
 def _quota_blocked_without_all(s: _Search, cands: list[RunningJob]) -> bool:

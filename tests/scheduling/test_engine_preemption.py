@@ -283,3 +283,21 @@ def test_two_queues_do_not_preempt_each_other_forever_through_a_priority_swap() 
     ]
     jobs = {j["name"]: j for j in report["jobs"]}
     assert [jobs[n]["state"] for n in ("small-a", "gang-a", "gang-b")] == ["finished"] * 3
+
+
+def test_reclaim_stops_the_large_borrowed_job_when_the_newest_small_one_would_not_help() -> None:
+    """x (nominal 8) runs a (8 GPUs on n0) and, newer, b (1 GPU on n1): it borrows 1. J of q
+    (nominal 8, idle) needs a whole node. Rule 5's order tries b first, which leaves x at its
+    nominal, so a would no longer be allowed and J would wait for ever; stopping a alone (x
+    borrows before it) makes room, and that is what the within-nominal job gets."""
+    busy = [
+        running("a", "x", {"n0": 8}, gpus=8, cls="low", started_at=0),
+        running("b", "x", {"n1": 1}, gpus=1, cls="low", started_at=10),
+        running("c", "y", {"n1": 7}, gpus=7, cls="prod", started_at=0),
+    ]
+    queues = [queue("x", 8, cohort="k"), queue("q", 8, cohort="k"), queue("y", 7)]
+    result = run_cycle(
+        snapshot(nodes("n", 2, {"h100": 8}), queues, busy, [pending("J", "q", gpus=8)])
+    )
+    assert stopped(result) == {"a": "reclaim"}
+    assert [(a.job, a.placement) for a in result.admits] == [("J", {"n0": 8})]
