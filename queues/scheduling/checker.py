@@ -15,8 +15,9 @@ each worker on one node; gang size (elastic: ``min_workers``..``workers``); topo
 queue limit ``N + B`` (``N`` without cohort); cohort pool; only ``can_borrow`` classes borrow;
 preemption rules (non-preemptible, ``min_runtime``, priority only within the queue and strictly
 lower, reclaim/fair-share only of borrowing queues of the same cohort); run times; work
-conservation after every cycle (``checker_conservation``); and that the report's per-job summary
-and totals agree with its events.
+conservation after every cycle, and that a within-nominal job one borrowing victim would make room
+for starts in time (``checker_conservation``); and that the report's per-job summary and totals
+agree with its events.
 
 Report conventions the checker holds the simulator to, where docs/SCENARIOS.md leaves room:
 a job's and the summary's ``preemptions`` count ``preempt`` events whose reason is a scheduling
@@ -50,6 +51,7 @@ EVENT_TYPES = (
     "reserve",
     "node",
 )
+NO_PREEMPTION = ("fifo", "greedy")  # baseline policies that never stop a job for another
 INFORMATIONAL = ("reserve", "node")
 """Event types that change no allocation: node state comes from the scenario's own events."""
 
@@ -59,12 +61,15 @@ def check_report(
 ) -> list[str]:
     """Every violation of the scheduling rules found in ``report``; empty when it is sound.
 
-    ``conservation=False`` leaves out invariant 5 (for hand-written reports that test another
-    rule). FIFO blocks the line behind its first job that does not fit: work conservation is
-    what it gives up by design, so a ``fifo`` report is never held to it.
+    ``conservation=False`` leaves out invariants 5 and 7 (for hand-written reports that test
+    another rule). FIFO blocks the line behind its first job that does not fit: work
+    conservation is what it gives up by design, so a ``fifo`` report is never held to it; nor
+    are the baselines that never preempt (``fifo``, ``greedy``) held to invariant 7.
     """
     replay = _Replay(scenario)
     replay.conserving = conservation and report.get("policy") != "fifo"
+    # the baselines never preempt: invariant 7 (reclaim) is not theirs to keep
+    replay.reclaiming = replay.conserving and report.get("policy") not in NO_PREEMPTION
     events = report.get("events")
     if not isinstance(events, list):
         return ["report: 'events' must be a list"]
@@ -110,6 +115,7 @@ class _Replay:
         self.held_by: dict[str, str] = {}  # stopped job -> the preemptor its GPUs are held for
         self.conservation = Conservation(self, [])
         self.conserving = True  # check work conservation (invariant 5)
+        self.reclaiming = True  # check that a reclaim one victim allows happens (invariant 7)
         self.last_t = 0.0
         # GPUs held by running and stopping jobs, kept up to date by take() and give()
         self.node_used: dict[tuple[str, str], int] = defaultdict(int)
@@ -154,13 +160,18 @@ class _Replay:
 
     def borrowing(self, queue: str) -> bool:
         """Whether ``queue`` is above nominal now, counting the admits still to come at this
-        instant (the engine may have decided them before the preemption it lists first)."""
+        instant (the engine may have decided them before the preemption it lists first) and
+        its preemptors waiting for their victims' grace period (they count from admission)."""
         spec = self.queues[queue]
+        waiting: dict[str, int] = defaultdict(int)
+        for name, w in self.conservation.waiting.items():
+            if self.jobs[name].queue == queue and w.flavor is not None:
+                waiting[w.flavor] += sum(w.placement.values())
         flavors = {f for name, f in (*self.queue_used, *self.coming) if name == queue}
         return any(
-            self.queue_usage(queue, f) + self.coming.get((queue, f), 0)
+            self.queue_usage(queue, f) + self.coming.get((queue, f), 0) + waiting.get(f, 0)
             > (q.nominal if (q := spec.quotas.get(f)) else 0)
-            for f in flavors
+            for f in flavors | set(waiting)
         )
 
     # -- replay -----------------------------------------------------------------------------
@@ -214,6 +225,8 @@ class _Replay:
             if self.conserving:
                 self.conservation.check(current)
         self.last_t = last
+        if self.reclaiming:
+            self.conservation.check_owed(last)
         self.check_promises()
 
     def new_instant(self, events: list[Mapping[str, Any]]) -> None:
@@ -320,6 +333,7 @@ class _Replay:
             by = event.get("by")
             if isinstance(by, str):
                 self.conservation.preempted(t, job.name, by)
+        self.conservation.scaled_now.add(job.name)
         grown = {n for n, g in new.placement.items() if g > old.placement.get(n, 0)}
         self.running[job.name] = new
         self.give(old)

@@ -1,4 +1,4 @@
-"""Invariant 5 of docs/SCHEDULING.md (work conservation), checked on a replayed report.
+"""Invariants 5 (work conservation) and 7 (reclaim) of docs/SCHEDULING.md, on a replayed report.
 
 After every cycle no pending job may fit both its quota and free, unreserved capacity. The
 checker knows a cycle ran at every instant that has a report event, a submission or a node event
@@ -27,11 +27,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from queues.scheduling.checker_jobs import EPS
+from queues.scheduling.checker_jobs import EPS, fmt
 from queues.scheduling.scenario import JobSpec
 
 if TYPE_CHECKING:
-    from queues.scheduling.checker import _Replay
+    from queues.scheduling.checker import _Alloc, _Replay
+
+MAX_FRUITLESS = 8  # the engine's bound on fruitless preemption searches per cycle
 
 
 @dataclass
@@ -65,6 +67,9 @@ class Conservation:
                 self.admits[event["job"]].append(admit)
         self.waiting: dict[str, Waiting] = {}
         self.stopped_now: set[str] = set()  # stopped by the cycle of the current instant
+        self.scaled_now: set[str] = set()  # shrunk or grown at the current instant
+        # invariant 7: job -> (when it became owed a reclaim, deadline, the victim that suffices)
+        self.owed: dict[str, tuple[float, float, str]] = {}
         self.reserved: Reserved | None = None
         # node -> its value of each topology level, and the clusters' nodes
         self.clusters: dict[str, list[str]] = defaultdict(list)
@@ -98,6 +103,7 @@ class Conservation:
 
     def new_instant(self) -> None:
         self.stopped_now = set()
+        self.scaled_now = set()
 
     # -- the check -----------------------------------------------------------------------------
     def check(self, t: float) -> None:
@@ -146,6 +152,91 @@ class Conservation:
                         f"quota and free capacity of {flavor} hold it (work conservation)"
                     )  # fmt: skip
                     break
+        if res is None and sum(len(job.flavors) for job in pending) <= MAX_FRUITLESS:
+            for job in pending:
+                if job.name not in self.owed:
+                    self.owe_reclaim(job, t, used, quota_used)
+
+    # -- invariant 7 -----------------------------------------------------------------------------
+    def owe_reclaim(
+        self,
+        job: JobSpec,
+        t: float,
+        used: Mapping[tuple[str, str], int],
+        quota_used: Mapping[tuple[str, str], int],
+    ) -> None:
+        """Invariant 7, where one victim is enough: ``job`` is within nominal, and stopping a
+        single borrowing job of another queue of its cohort (preemptible, past its
+        ``min_runtime``) would let it fit. It must then start within the grace period plus one
+        cycle. Only checked while no reservation may hold GPUs and the pending jobs cannot
+        spend the engine's bound on fruitless preemption searches before this one."""
+        replay = self.replay
+        spec = replay.queues[job.queue]
+        if spec.cohort is None:
+            return
+        need = (job.min_workers or job.workers) * job.gpus_per_worker
+        for flavor in job.flavors:
+            quota = spec.quotas.get(flavor)
+            if quota_used.get((job.queue, flavor), 0) + need > (quota.nominal if quota else 0):
+                continue
+            for victim in self.reclaimable(job, flavor, t, quota_used):
+                freed = sum(victim.placement.values())
+                after_quota = dict(quota_used)
+                after_quota[victim.queue, flavor] -= freed
+                after_used = dict(used)
+                for node, gpus in victim.placement.items():
+                    after_used[node, flavor] -= gpus
+                if self.quota_fits(job, flavor, after_quota, False) and self.capacity_fits(
+                    job, flavor, after_used, frozenset()
+                ):
+                    wait = max((c.grace_period for c in replay.classes.values()), default=0.0)
+                    deadline = t + wait + replay.scenario.cycle_interval
+                    self.owed[job.name] = (t, deadline, victim.job)
+                    return
+
+    def reclaimable(
+        self, job: JobSpec, flavor: str, t: float, quota_used: Mapping[tuple[str, str], int]
+    ) -> list[_Alloc]:
+        replay = self.replay
+        cohort = replay.queues[job.queue].cohort
+        out = []
+        for alloc in replay.running.values():
+            other = replay.queues[alloc.queue]
+            if alloc.flavor != flavor or alloc.queue == job.queue or other.cohort != cohort:
+                continue
+            quota = other.quotas.get(flavor)
+            if quota_used.get((alloc.queue, flavor), 0) <= (quota.nominal if quota else 0):
+                continue  # its queue does not borrow
+            cls = replay.classes[replay.jobs[alloc.job].service_class]
+            if not cls.preemptible or alloc.started >= t - EPS:
+                continue  # protected, or started by this very cycle
+            if t - alloc.started < cls.min_runtime - EPS or alloc.job in self.scaled_now:
+                continue
+            out.append(alloc)
+        return out
+
+    def check_owed(self, last_t: float) -> None:
+        """Every within-nominal job owed a reclaim started in time (or was excused)."""
+        replay = self.replay
+        for name, (t, deadline, victim) in sorted(self.owed.items()):
+            history = replay.history.get(name)
+            started = history is not None and any(
+                t - EPS <= at <= deadline + EPS for at in history.admits
+            )
+            cancelled = history is not None and history.cancelled is not None
+            ended = last_t < deadline or (
+                replay.scenario.until is not None and replay.scenario.until < deadline
+            )
+            disturbed = any(  # a node failing or cordoned meanwhile may take the room away
+                t - EPS <= e.at <= deadline + EPS and e.action in ("fail", "cordon")
+                for e in replay.scenario.events
+            )
+            if not (started or cancelled or ended or disturbed):
+                replay.fail(
+                    t, f"job {name}", f"within nominal and stopping {victim} alone would make "
+                    f"room, but it did not start by t={fmt(deadline)} (invariant 7)"
+                )  # fmt: skip
+        self.owed.clear()
 
     def is_pending(self, job: JobSpec | None, t: float) -> bool:
         replay = self.replay

@@ -507,3 +507,34 @@ def test_a_long_job_may_wait_behind_the_reservation_but_a_short_one_may_not() ->
         "of a100 hold it (work conservation)"
         for t in (2, 3)  # its submission, then long's
     ]
+
+
+def test_a_within_nominal_job_one_borrower_would_make_room_for_must_start_in_time() -> None:
+    scenario = _scenario([
+        {"name": "borrow", "queue": "b", "class": "low", "submit_at": 0, "workers": 2,
+         "gpus_per_worker": 8, "flavor": "h100", "duration": 5000},
+        {"name": "mine", "queue": "a", "class": "std", "submit_at": 100, "workers": 1,
+         "gpus_per_worker": 8, "flavor": "h100", "duration": 100},
+    ])  # fmt: skip
+    start = [_admit(0, "borrow", {"n1": 8, "n2": 8}, queue="b", workers=2)]
+    ignored = [
+        *start,
+        {"t": 5000, "type": "finish", "job": "borrow"},
+        _admit(5000, "mine", {"n1": 8}),
+        {"t": 5100, "type": "finish", "job": "mine"},
+    ]
+    # a is at 0 of its nominal 8; b borrows all 16; stopping borrow alone makes room
+    assert _check(scenario, ignored, conservation=True) == [
+        "t=100: job mine: within nominal and stopping borrow alone would make room, but it did "
+        "not start by t=140 (invariant 7)"
+    ]
+    reclaimed = [
+        *start,
+        {"t": 100, "type": "preempt", "job": "borrow", "reason": "reclaim", "by": "mine"},
+        {"t": 100, "type": "requeue", "job": "borrow"},
+        _admit(100, "mine", {"n1": 8}),
+        {"t": 200, "type": "finish", "job": "mine"},
+        _admit(200, "borrow", {"n1": 8, "n2": 8}, queue="b", workers=2),
+        {"t": 5200, "type": "finish", "job": "borrow"},
+    ]
+    assert _check(scenario, reclaimed, conservation=True) == []
