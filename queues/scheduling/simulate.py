@@ -492,6 +492,8 @@ class Simulator:
         """A cancelled running job stops like a preempted one: GPUs free after its grace."""
         if job.state in ("finished", "failed", "cancelled"):
             return False
+        if job.state == "stopping" and not job.requeue:
+            return False  # already ending (failed or cancelled): its grace period just runs out
         self.report.event(t, "cancel", job=job.spec.name)
         job.end_state = "cancelled"
         if job.state == "running":

@@ -121,6 +121,19 @@ def test_max_runtime_fails_the_job_in_the_report() -> None:
     assert report["summary"]["failed"] == 1
 
 
+def test_cancelling_a_job_that_failed_during_its_grace_period_changes_nothing() -> None:
+    sc = scenario(
+        [{"name": "runaway", "submit_at": 0, "class": "capped", "duration": 5000}],
+        service_classes=[{"name": "capped", "priority": 1, "max_runtime": 600, "grace_period": 30}],
+        events=[{"at": 610, "job": "runaway", "action": "cancel"}],
+    )
+    report = simulate(sc)
+    row = report["jobs"][0]
+    assert (row["state"], row["finished_at"]) == ("failed", 600)
+    assert [kind for _, kind in _events(report, "runaway")] == ["admit", "preempt", "fail"]
+    assert report["summary"]["failed"] == 1 and report["summary"]["cancelled"] == 0
+
+
 def test_cancel_removes_a_pending_job_and_stops_a_running_one() -> None:
     sc = scenario(
         [
