@@ -14,7 +14,8 @@ node, and no job left running on a failed node; flavor exposed by every node use
 each worker on one node; gang size (elastic: ``min_workers``..``workers``); topology ``required``;
 queue limit ``N + B`` (``N`` without cohort); cohort pool; only ``can_borrow`` classes borrow;
 preemption rules (non-preemptible, ``min_runtime``, priority only within the queue and strictly
-lower, reclaim/fair-share only of borrowing queues of the same cohort); run times; work
+lower, reclaim/fair-share only of borrowing queues of the same cohort, rule 3's share tests in
+``checker_share``); run times; work
 conservation after every cycle, and that a within-nominal job one borrowing victim would make room
 for starts in time (``checker_conservation``); and that the report's per-job summary and totals
 agree with its events.
@@ -35,6 +36,7 @@ from typing import Any
 
 from queues.scheduling.checker_conservation import Conservation
 from queues.scheduling.checker_jobs import EPS, JobHistory, check_job_table, fmt
+from queues.scheduling.checker_share import fair_share_problem
 from queues.scheduling.scenario import JobSpec, QueueSpec, Scenario, ServiceClassSpec
 
 STOP_REASONS = ("reclaim", "fair-share", "priority", "node-failure", "max-runtime")
@@ -93,6 +95,7 @@ class _Replay:
     def __init__(self, scenario: Scenario) -> None:
         self.scenario = scenario
         self.violations: list[str] = []
+        self.flavors = [f.name for f in scenario.flavors]
         self.jobs: dict[str, JobSpec] = {j.name: j for j in scenario.jobs}
         self.classes: dict[str, ServiceClassSpec] = {c.name: c for c in scenario.service_classes}
         self.queues: dict[str, QueueSpec] = {q.name: q for q in scenario.queues}
@@ -113,6 +116,7 @@ class _Replay:
         self.stranded: set[tuple[str, str]] = set()  # (job, node) already reported
         self.promises: dict[str, tuple[float, float, str]] = {}  # preemptor: (t, deadline, what)
         self.held_by: dict[str, str] = {}  # stopped job -> the preemptor its GPUs are held for
+        self.node_changed_at: dict[str, float] = {}  # node -> its last scenario event
         self.conservation = Conservation(self, [])
         self.conserving = True  # check work conservation (invariant 5)
         self.reclaiming = True  # check that a reclaim one victim allows happens (invariant 7)
@@ -216,6 +220,7 @@ class _Replay:
             current = t
             if kind == 0 and item is not None:
                 self.node_event(item.node, item.action)
+                self.node_changed_at[item.node] = t
             elif kind == 0:
                 pass  # a submission: nothing to apply
             else:
@@ -304,11 +309,17 @@ class _Replay:
         if alloc is None:
             return
         self.check_gang(t, job, alloc.workers, what)
+        # a preemptor whose victims' grace ends now starts before the instant's node events
+        # (docs/SCENARIOS.md): a node cordoned or failed at this very instant is no fault
+        starting = job.name in self.conservation.waiting
         self.running[job.name] = alloc
         self.conservation.started(job.name)
         self.take(alloc)
         self.coming[job.queue, alloc.flavor] -= sum(alloc.placement.values())
-        self.check_nodes(t, alloc, set(alloc.placement), what)
+        added = set(alloc.placement)
+        if starting:
+            added = {n for n in added if abs(self.node_changed_at.get(n, -1.0) - t) > EPS}
+        self.check_nodes(t, alloc, added, what)
         self.check_quota(t, job, alloc, sum(alloc.placement.values()), what)
         history.first_admit = t if history.first_admit is None else history.first_admit
         history.admits.append(t)
@@ -334,6 +345,9 @@ class _Replay:
             if isinstance(by, str):
                 self.conservation.preempted(t, job.name, by)
         self.conservation.scaled_now.add(job.name)
+        if new.workers < old.workers:
+            shrunk = sum(old.placement.values()) - sum(new.placement.values())
+            self.conservation.shrunk_now[job.queue, old.flavor] += shrunk
         grown = {n for n, g in new.placement.items() if g > old.placement.get(n, 0)}
         self.running[job.name] = new
         self.give(old)
@@ -504,6 +518,15 @@ class _Replay:
                 f"min_runtime of {fmt(service_class.min_runtime)} s"
             )  # fmt: skip
         self.check_preemptor(t, job, event, reason, what)
+        by = self.jobs.get(str(event.get("by")))
+        if reason == "fair-share" and by is not None:
+            placement = event.get("placement")
+            kept = sum(placement.values()) if isinstance(placement, Mapping) else 0
+            removed = sum(alloc.placement.values()) - kept
+            self.release_due(t)
+            problem = fair_share_problem(self, t, job, alloc.flavor, removed, by)
+            if problem is not None:
+                self.fail(t, what, problem)
         self.promise(t, job, event, what)
 
     def promise(self, t: float, victim: JobSpec, event: Mapping[str, Any], what: str) -> None:

@@ -68,6 +68,7 @@ class Conservation:
         self.waiting: dict[str, Waiting] = {}
         self.stopped_now: set[str] = set()  # stopped by the cycle of the current instant
         self.scaled_now: set[str] = set()  # shrunk or grown at the current instant
+        self.shrunk_now: dict[tuple[str, str], int] = defaultdict(int)  # (queue, flavor) -> GPUs
         # invariant 7: job -> (when it became owed a reclaim, deadline, the victim that suffices)
         self.owed: dict[str, tuple[float, float, str]] = {}
         self.reserved: Reserved | None = None
@@ -104,6 +105,7 @@ class Conservation:
     def new_instant(self) -> None:
         self.stopped_now = set()
         self.scaled_now = set()
+        self.shrunk_now = defaultdict(int)
 
     # -- the check -----------------------------------------------------------------------------
     def check(self, t: float) -> None:

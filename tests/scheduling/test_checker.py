@@ -538,3 +538,42 @@ def test_a_within_nominal_job_one_borrower_would_make_room_for_must_start_in_tim
         {"t": 5200, "type": "finish", "job": "borrow"},
     ]
     assert _check(scenario, reclaimed, conservation=True) == []
+
+
+def test_a_fair_share_stop_both_share_tests_forbid_is_caught() -> None:
+    """b (nominal 8 of a pool of 24) runs 12 GPUs: share 4/24. a runs 4. Stopping b's 4-GPU job
+    for a's 8-GPU job leaves b at 0 and puts a at 4/24: neither test passes. For a 4-GPU job, a
+    stays at its nominal (share 0), which the first test allows."""
+
+    def case(workers: int) -> list[str]:
+        jobs = [("bj1", "b", "low", 8), ("bj2", "b", "low", 4), ("aj", "a", "std", 4)]
+        scenario = _scenario(
+            [
+                {"name": n, "queue": q, "class": c, "submit_at": 0, "workers": 1,
+                 "gpus_per_worker": g, "flavor": "h100", "duration": None}
+                for n, q, c, g in jobs
+            ] + [{"name": "p", "queue": "a", "class": "std", "submit_at": 600,
+                  "workers": workers, "gpus_per_worker": 4, "flavor": "h100", "duration": None}],
+            clusters=[{"name": "main", "nodes": [
+                {"name": f"n{i}", "gpus": {"h100": 8}, "labels": {"rack": "r1"}}
+                for i in (1, 2, 3)
+            ]}],
+            queues=[{"name": q, "cohort": "c", "quotas": {"h100": {"nominal": 8}}}
+                    for q in ("a", "b", "idle")],
+        )  # fmt: skip
+        placement = {"n2": 4, "n3": 4} if workers == 2 else {"n2": 4}
+        events = [
+            _admit(0, "bj1", {"n1": 8}, queue="b"),
+            _admit(0, "bj2", {"n2": 4}, queue="b"),
+            _admit(0, "aj", {"n2": 4}),
+            {"t": 700, "type": "preempt", "job": "bj2", "reason": "fair-share", "by": "p"},
+            {"t": 700, "type": "requeue", "job": "bj2"},
+            _admit(700, "p", placement, workers=workers),
+        ]
+        return _check(scenario, events)
+
+    assert case(workers=2) == [
+        "t=700: preempt bj2: fair-share for p, but a's share after admitting it (0.166667) is "
+        "above b's after the stop (0) and not below it before (0.166667)"
+    ]
+    assert case(workers=1) == []
