@@ -344,8 +344,8 @@ def build_context(snapshot: Snapshot, policy: Policy) -> CycleContext:
     for key in sorted(suspects):
         entry = entries[key]
         job = entry.job
-        if job.stopping:
-            continue
+        if job.stopping or job.started_at is None:
+            continue  # stopping already, or a preemptor still waiting (see below)
         cls = ctx.cls(job.service_class)
         reason = None
         if cap.failed and not cap.failed.isdisjoint(entry.units):

@@ -150,3 +150,15 @@ def test_cancel_removes_a_pending_job_and_stops_a_running_one() -> None:
     assert states == {"run": "cancelled", "wait": "cancelled"}
     assert [e for e in _events(report, "wait") if e[1] != "reserve"] == [(50, "cancel")]
     assert report["summary"]["cancelled"] == 2
+
+
+def test_a_waiting_preemptor_that_loses_its_node_is_stopped_once() -> None:
+    """p waits for its victim's grace period with a worker on n1, which fails: one stop, back
+    to pending. (It used to get a second stop, which the simulator took for a running job's.)"""
+    lost = Node("n1", {"h100": 8}, {}, schedulable=False, failed=True)
+    waiting = running("p", "q", {"n1": 4}, gpus=4, cls="prod", started_at=None, start_at=1010.0)
+    victim = running(
+        "v", "q", {"n0": 4}, gpus=4, cls="low", stopping=True, release_at=1010.0, held_for="p"
+    )
+    snap = snapshot([Node("n0", {"h100": 8}), lost], [queue("q", 16)], [waiting, victim])
+    assert [(s.job, s.reason) for s in run_cycle(snap).stops] == [("p", "node-failure")]
