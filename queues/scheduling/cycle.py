@@ -64,6 +64,7 @@ class _Cycle:
         # (queue, priority, flavor, g, topology) -> smallest gang size that found no victims
         self.preempt_failed: dict[tuple[object, ...], int] = {}
         self.reserve_tried = False
+        self.freed_at_once = False  # the last preemption freed GPUs nobody holds, at once
         self.head_blocker: str | None = None
         self.capacity_blocked: set[str] = set()  # flavors some pending job waits for GPUs of
         # (cohort, flavor) whose pool some pending job waits for quota of
@@ -279,6 +280,8 @@ class _Cycle:
             ctx.cap.invalidate(flavor)
             for v in plan.victims:
                 ctx.quota.add(v.job.queue, flavor, sum(v.removed.values()) * v.job.g)
+        elif any(free[i] > before.get(i, 0) for i in free):
+            self.freed_at_once = True  # victims without grace left GPUs free beyond its take
         res = ctx.reservation
         if res is not None and plan.reserved_spare is not None:
             res.spare = plan.reserved_spare
@@ -466,6 +469,31 @@ class _Cycle:
                 can_borrow=ctx.cls(job.service_class).can_borrow,
             )
 
+    def admit_again(
+        self,
+        passed: list[JobFacts],
+        left: set[str],
+        fallback: Mapping[str, float],
+        default: float,
+    ) -> None:
+        """One more admission try for the jobs ``passed`` before a preemption freed GPUs that
+        nobody holds (victims without a grace period, beyond what the preemptor takes)."""
+        done = {a.job for a in self.admits}
+        res = self.ctx.reservation
+        for facts in passed:
+            job = facts.job
+            if job.name in done:
+                continue
+            estimate = facts.estimate
+            if estimate is None:
+                estimate = fallback.get(job.service_class, default)
+            mine = res is not None and res.job == job.name  # it may use its own reservation
+            long_job = res is not None and not mine and self.ctx.now + estimate > res.start
+            if self.try_admit(facts, long_job):
+                left.discard(job.name)
+                if mine:
+                    self.ctx.reservation = res = None
+
     # -- the walk ------------------------------------------------------------------------------
     def run(self) -> CycleResult:
         ctx = self.ctx
@@ -483,6 +511,7 @@ class _Cycle:
         # the same way, preemption included (the memos), and so changes nothing: skip it
         skip_known = MEMOIZE and not self.explain
         admit_failed = self.admit_failed
+        recheck = 0
         for facts in ranked:
             job = facts.job
             if self.head_blocker is not None:
@@ -504,6 +533,9 @@ class _Cycle:
                 and self.failed_preemptions < MAX_FAILED_PREEMPTIONS
                 and self.try_preempt(job)
             ):
+                if self.freed_at_once:  # the jobs ranked before it saw fewer free GPUs
+                    self.freed_at_once = False
+                    recheck = ranked.index(facts)
                 continue
             left.add(job.name)
             reason, flavor = self.blocked_reason.get(job.name, (explain.CAPACITY, ""))
@@ -518,6 +550,8 @@ class _Cycle:
                 self.reserve(job)
             if self.policy.head_of_line:
                 self.head_blocker = job.name
+        if recheck:
+            self.admit_again(ranked[:recheck], left, fallback, default)
         if self.policy.elastic_growth:
             self.grow()
         if self.explain:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from queues.scheduling.cycle import run_cycle
-from queues.scheduling.model import CycleResult, ServiceClass
+from queues.scheduling.model import CycleResult, Node, ServiceClass
 from queues.scheduling.simulate import simulate
 from tests.scheduling.engine_builders import (
     CLASSES,
@@ -301,3 +301,22 @@ def test_reclaim_stops_the_large_borrowed_job_when_the_newest_small_one_would_no
     )
     assert stopped(result) == {"a": "reclaim"}
     assert [(a.job, a.placement) for a in result.admits] == [("J", {"n0": 8})]
+
+
+def test_gpus_a_preemption_frees_at_once_go_to_a_job_ranked_before_the_preemptor() -> None:
+    """q1's job (ranked first: its queue uses less) needs a free 4-GPU node and finds none. Then
+    q0's prod job stops q0's std job on n0 (no grace period) for quota, and lands on n1. n0 is
+    free at once: the q1 job takes it in the same cycle instead of waiting for the next one."""
+    busy = [
+        running("std", "q0", {"n0": 4}, gpus=4, cls="std"),
+        running("prod0", "q0", {"n1": 3}, gpus=1, cls="prod"),
+        running("prod1", "q1", {"n1": 2}, gpus=2, cls="prod"),
+    ]
+    jobs = [
+        pending("first", "q1", gpus=4, cls="prod", submitted_at=3),
+        pending("quota", "q0", gpus=1, cls="prod", submitted_at=3),
+    ]
+    node_list = [Node("n0", {"h100": 4}), Node("n1", {"h100": 8})]
+    result = run_cycle(snapshot(node_list, [queue("q0", 7), queue("q1", 6)], busy, jobs))
+    assert stopped(result) == {"std": "priority"}
+    assert {a.job: a.placement for a in result.admits} == {"quota": {"n1": 1}, "first": {"n0": 4}}

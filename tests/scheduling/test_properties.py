@@ -40,6 +40,8 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+# the simulations below are the slow part: fewer examples in CI, the profile's count otherwise
+THOROUGH = os.environ.get("HYPOTHESIS_PROFILE") == "thorough"
 
 
 def _as_yaml(data: dict[str, Any]) -> str:
@@ -56,7 +58,7 @@ def test_random_scenarios_load_the_same_from_yaml(
     assert from_file == parse_scenario(data, source=str(path))
 
 
-@settings(max_examples=25)
+@settings(max_examples=500 if THOROUGH else 25)
 @given(data=scenarios())
 def test_every_policy_keeps_every_rule_on_random_scenarios(data: dict[str, Any]) -> None:
     scenario = parse_scenario(data, source="random.yaml")
@@ -70,7 +72,7 @@ def test_every_policy_keeps_every_rule_on_random_scenarios(data: dict[str, Any])
         )
 
 
-@settings(max_examples=10)
+@settings(max_examples=200 if THOROUGH else 10)
 @given(data=scenarios())
 def test_the_same_scenario_always_gives_the_same_decisions(data: dict[str, Any]) -> None:
     scenario = parse_scenario(data, source="random.yaml")
