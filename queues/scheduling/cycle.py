@@ -280,7 +280,7 @@ class _Cycle:
             ctx.cap.invalidate(flavor)
             for v in plan.victims:
                 ctx.quota.add(v.job.queue, flavor, sum(v.removed.values()) * v.job.g)
-        elif any(free[i] > before.get(i, 0) for i in free):
+        elif sum(sum(v.removed.values()) * v.job.g for v in plan.victims) > sum(units.values()):
             self.freed_at_once = True  # victims without grace left GPUs free beyond its take
         res = ctx.reservation
         if res is not None and plan.reserved_spare is not None:
