@@ -547,20 +547,26 @@ class _Replay:
             self.check_promise(by)
         self.promises.clear()
 
-    def check_promise(self, by: str) -> None:
-        """Rule 5: nothing is stopped for a preemptor that then does not start."""
-        t, deadline, what = self.promises.pop(by)
-        history = self.history[by]
+    def started_in_time(self, name: str, t: float, deadline: float, last_t: float) -> bool:
+        """Whether ``name`` started between ``t`` and ``deadline``, or is excused: cancelled by
+        then, the replay ended first, or a node failed or was cordoned meanwhile (which may take
+        the room away)."""
+        history = self.history[name]
         started = any(t - EPS <= at <= deadline + EPS for at in history.admits)
         cancelled = history.cancelled is not None and history.cancelled <= deadline + EPS
-        ended = self.last_t < deadline or (
+        ended = last_t < deadline or (
             self.scenario.until is not None and self.scenario.until < deadline
         )
-        disturbed = any(  # a node failing or cordoned meanwhile may take the room away
+        disturbed = any(
             t - EPS <= e.at <= deadline + EPS and e.action in ("fail", "cordon")
             for e in self.scenario.events
         )
-        if not (started or cancelled or ended or disturbed):
+        return started or cancelled or ended or disturbed
+
+    def check_promise(self, by: str) -> None:
+        """Rule 5: nothing is stopped for a preemptor that then does not start."""
+        t, deadline, what = self.promises.pop(by)
+        if not self.started_in_time(by, t, deadline, self.last_t):
             self.fail(
                 t, what, f"its preemptor {by} did not start by t={fmt(deadline)} "
                 "(the victims' grace period plus one cycle)"

@@ -221,19 +221,7 @@ class Conservation:
         """Every within-nominal job owed a reclaim started in time (or was excused)."""
         replay = self.replay
         for name, (t, deadline, victim) in sorted(self.owed.items()):
-            history = replay.history.get(name)
-            started = history is not None and any(
-                t - EPS <= at <= deadline + EPS for at in history.admits
-            )
-            cancelled = history is not None and history.cancelled is not None
-            ended = last_t < deadline or (
-                replay.scenario.until is not None and replay.scenario.until < deadline
-            )
-            disturbed = any(  # a node failing or cordoned meanwhile may take the room away
-                t - EPS <= e.at <= deadline + EPS and e.action in ("fail", "cordon")
-                for e in replay.scenario.events
-            )
-            if not (started or cancelled or ended or disturbed):
+            if not replay.started_in_time(name, t, deadline, last_t):
                 replay.fail(
                     t, f"job {name}", f"within nominal and stopping {victim} alone would make "
                     f"room, but it did not start by t={fmt(deadline)} (invariant 7)"
