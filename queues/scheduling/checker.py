@@ -15,10 +15,9 @@ each worker on one node; gang size (elastic: ``min_workers``..``workers``); topo
 queue limit ``N + B`` (``N`` without cohort); cohort pool; only ``can_borrow`` classes borrow;
 preemption rules (non-preemptible, ``min_runtime``, priority only within the queue and strictly
 lower, reclaim/fair-share only of borrowing queues of the same cohort, rule 3's share tests in
-``checker_share``); run times; work
-conservation after every cycle, and that a within-nominal job one borrowing victim would make room
-for starts in time (``checker_conservation``); and that the report's per-job summary and totals
-agree with its events.
+``checker_share``); run times; work conservation after every cycle, and that a within-nominal job
+one borrowing victim would make room for starts in time (``checker_conservation``); and that the
+report's per-job summary and totals agree with its events.
 
 Report conventions the checker holds the simulator to, where docs/SCENARIOS.md leaves room:
 a job's and the summary's ``preemptions`` count ``preempt`` events whose reason is a scheduling
@@ -36,7 +35,7 @@ from typing import Any
 
 from queues.scheduling.checker_conservation import Conservation
 from queues.scheduling.checker_jobs import EPS, JobHistory, check_job_table, fmt
-from queues.scheduling.checker_share import fair_share_problem
+from queues.scheduling.checker_share import fair_share_problem, pool_of
 from queues.scheduling.scenario import JobSpec, QueueSpec, Scenario, ServiceClassSpec
 
 STOP_REASONS = ("reclaim", "fair-share", "priority", "node-failure", "max-runtime")
@@ -460,18 +459,7 @@ class _Replay:
             self.check_cohort(t, queue.cohort, flavor, what)
 
     def check_cohort(self, t: float, cohort: str, flavor: str, what: str) -> None:
-        pool = 0
-        drawn = 0
-        for member in self.scenario.queues:
-            if member.cohort != cohort:
-                continue
-            quota = member.quotas.get(flavor)
-            nominal = quota.nominal if quota else 0
-            lending = (
-                nominal if quota is None or quota.lending_limit is None else quota.lending_limit
-            )
-            pool += lending
-            drawn += max(0, self.queue_usage(member.name, flavor) - (nominal - lending))
+        pool, drawn = pool_of(self, cohort, flavor, self.queue_used)
         if drawn > pool:
             self.fail(t, what, f"cohort {cohort} pool of {flavor} exceeded: {drawn} used of {pool}")
 

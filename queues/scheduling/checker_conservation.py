@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from queues.scheduling.checker_jobs import EPS, fmt
+from queues.scheduling.checker_share import lent, pool_of
 from queues.scheduling.scenario import JobSpec
 
 if TYPE_CHECKING:
@@ -273,17 +274,8 @@ class Conservation:
                 return False
         if spec.cohort is None:
             return True
-        pool = drawn = 0
-        for member in replay.scenario.queues:
-            if member.cohort != spec.cohort:
-                continue
-            q = member.quotas.get(flavor)
-            n = q.nominal if q else 0
-            lend = n if q is None or q.lending_limit is None else max(0, min(q.lending_limit, n))
-            pool += lend
-            drawn += max(0, quota_used.get((member.name, flavor), 0) - (n - lend))
-        lend = nominal if quota is None or quota.lending_limit is None else quota.lending_limit
-        reserved = nominal - max(0, min(lend, nominal))
+        pool, drawn = pool_of(replay, spec.cohort, flavor, quota_used)
+        reserved = nominal - lent(quota)
         need = max(0, after - reserved) - max(0, used - reserved)
         return need <= pool - drawn
 

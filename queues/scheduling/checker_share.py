@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from queues.scheduling.checker_jobs import EPS, fmt
-from queues.scheduling.scenario import JobSpec
+from queues.scheduling.scenario import JobSpec, QuotaSpec
 
 if TYPE_CHECKING:
     from queues.scheduling.checker import _Replay
@@ -33,21 +33,34 @@ def share(replay: _Replay, usage: Mapping[tuple[str, str], int], queue: str) -> 
         above = usage.get((queue, flavor), 0) - (quota.nominal if quota else 0)
         if above <= 0:
             continue
-        pool = pool_size(replay, spec.cohort, flavor)
+        pool, _ = pool_of(replay, spec.cohort, flavor, usage)
         best = max(best, above / pool / spec.weight if pool > 0 else math.inf)
     return best
 
 
-def pool_size(replay: _Replay, cohort: str | None, flavor: str) -> int:
-    if cohort is None:
+def lent(quota: QuotaSpec | None) -> int:
+    """What a queue lends its cohort's pool of a flavor: its nominal, unless a lending limit
+    says less (the rest is never lent)."""
+    if quota is None:
         return 0
-    size = 0
+    lend = quota.nominal if quota.lending_limit is None else quota.lending_limit
+    return max(0, min(lend, quota.nominal))
+
+
+def pool_of(
+    replay: _Replay, cohort: str | None, flavor: str, usage: Mapping[tuple[str, str], int]
+) -> tuple[int, int]:
+    """The cohort's pool of ``flavor`` and how much of it the members' ``usage`` draws."""
+    size = drawn = 0
     for member in replay.scenario.queues:
-        quota = member.quotas.get(flavor) if member.cohort == cohort else None
-        if quota is not None:
-            lend = quota.nominal if quota.lending_limit is None else quota.lending_limit
-            size += max(0, min(lend, quota.nominal))
-    return size
+        if cohort is None or member.cohort != cohort:
+            continue
+        quota = member.quotas.get(flavor)
+        lend = lent(quota)
+        size += lend
+        nominal = quota.nominal if quota else 0
+        drawn += max(0, usage.get((member.name, flavor), 0) - (nominal - lend))
+    return size, drawn
 
 
 def fair_share_problem(
