@@ -60,6 +60,8 @@ def find_reservation(ctx: CycleContext, job: PendingJob, flavors: list[str]) -> 
     quota = ctx.quota
     can_borrow = ctx.cls(job.service_class).can_borrow
     cohort = quota.cohort.get(job.queue)
+    # only its own queue and its cohort bear on the job's quota
+    bearing = {job.queue, *(quota.members.get(cohort, ()) if cohort is not None else ())}
     attempts = MAX_PLACEMENT_ATTEMPTS
     for flavor in flavors:
         if quota.never_fits(job.queue, flavor, need, can_borrow):
@@ -74,6 +76,7 @@ def find_reservation(ctx: CycleContext, job: PendingJob, flavors: list[str]) -> 
         pos = 0
         n_events = len(events)
         t = ctx.now
+        quota_ok: bool | None = None  # the quota check, kept until quota is given back
         while True:
             if best is not None and t >= best.start:
                 break
@@ -82,28 +85,31 @@ def find_reservation(ctx: CycleContext, job: PendingJob, flavors: list[str]) -> 
                 if i in free:
                     free[i] += u
                     total += u
-                # only its own queue and its cohort bear on the job's quota
-                if q and (q == job.queue or (cohort is not None and quota.cohort.get(q) == cohort)):
+                if q in bearing:
                     releasing[q] = releasing.get(q, 0) + u
                 pos += 1
-            if total >= need and releasing:
-                for q, u in releasing.items():
-                    quota.add(q, flavor, -u)
-                    released[q] = released.get(q, 0) + u
-                releasing.clear()
-            if total >= need and quota.blocked_reason(job.queue, flavor, need, can_borrow) is None:
-                attempts -= 1
-                if attempts < 0:
-                    break  # too fragmented to find a start cheaply: no reservation this cycle
-                p = place(ctx.cap, flavor, least, least, g, job.topology, free)
-                if p is not None:
-                    units = {i: w * g for i, w in p.workers.items()}
-                    spare = {i: free[i] - units[i] for i in units}
-                    room = quota.headroom(job.queue, flavor) - need
-                    best = Reservation(
-                        job.name, t, p.cluster, flavor, units, spare, job.queue, room
-                    )
-                    break
+            if total >= need:
+                if releasing:
+                    for q, u in releasing.items():
+                        quota.add(q, flavor, -u)
+                        released[q] = released.get(q, 0) + u
+                    releasing.clear()
+                    quota_ok = None
+                if quota_ok is None:
+                    quota_ok = quota.blocked_reason(job.queue, flavor, need, can_borrow) is None
+                if quota_ok:
+                    attempts -= 1
+                    if attempts < 0:
+                        break  # too fragmented to find a start cheaply: none this cycle
+                    p = place(ctx.cap, flavor, least, least, g, job.topology, free)
+                    if p is not None:
+                        units = {i: w * g for i, w in p.workers.items()}
+                        spare = {i: free[i] - units[i] for i in units}
+                        room = quota.headroom(job.queue, flavor) - need
+                        best = Reservation(
+                            job.name, t, p.cluster, flavor, units, spare, job.queue, room
+                        )
+                        break
             if pos >= n_events:
                 break
             t = events[pos][0]

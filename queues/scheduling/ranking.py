@@ -24,6 +24,9 @@ from queues.scheduling.model import PendingJob, Topology
 if TYPE_CHECKING:
     from queues.scheduling.context import CycleContext
 
+# a rank shape's queue, flavors, units, minus its class's priority, whether its queue is in a
+# cohort, whether its quota can never hold it
+_ShapeStatics = tuple[str, tuple[str, ...], int, int, bool, bool]
 # (queue, class, flavors, gpus per worker, least workers, workers), topology
 WalkShape = tuple[tuple[str, str, tuple[str, ...], int, int, int], Topology | None]
 
@@ -58,8 +61,8 @@ class Ranker:
         self.shape_ids: dict[tuple[str, str, tuple[str, ...], int], int] = {}
         self.shapes: list[tuple[str, str, tuple[str, ...], int]] = []
         self.walk_ids: dict[WalkShape, int] = {}
-        self.hopeless: dict[int, bool] = {}  # rank shape -> see _hopeless
-        self.hopeless_basis: tuple[object, ...] = ()
+        self.statics: dict[int, _ShapeStatics] = {}  # rank shape -> see _statics_of
+        self.statics_basis: tuple[object, ...] = ()
 
     def _new_facts(self, job: PendingJob) -> JobFacts:
         least = job.min_workers or job.workers
@@ -75,14 +78,23 @@ class Ranker:
         wid = self.walk_ids.setdefault(walk, len(self.walk_ids))
         return JobFacts(job, sid, wid)
 
-    def _hopeless_of(self, ctx: CycleContext) -> dict[int, bool]:
-        """Rank shape -> whether the quota can never hold its jobs in any of their flavors. It
-        depends only on the quotas and classes, so it is kept while they stay the same."""
+    def _statics_of(self, ctx: CycleContext) -> dict[int, _ShapeStatics]:
+        """Rank shape -> what ranking needs of it that depends only on the quotas and service
+        classes, so it is kept while they stay the same."""
         basis = (ctx.quota.static, ctx.snapshot.service_classes)
-        if basis != self.hopeless_basis:
-            self.hopeless_basis = basis
-            self.hopeless = {}
-        return self.hopeless
+        if basis != self.statics_basis:
+            self.statics_basis = basis
+            self.statics = {}
+        return self.statics
+
+    def _shape_statics(self, ctx: CycleContext, sid: int) -> _ShapeStatics:
+        queue, cls_name, flavors, units = self.shapes[sid]
+        quota = ctx.quota
+        cls = ctx.cls(cls_name)
+        # a job its quota can never hold in any of its flavors (QuotaState.never_fits)
+        hopeless = all(quota.never_fits(queue, fl, units, cls.can_borrow) for fl in flavors)
+        in_cohort = quota.cohort.get(queue) is not None
+        return (queue, flavors, units, -cls.priority, in_cohort, hopeless)
 
     def _facts_of(self, pending: tuple[PendingJob, ...]) -> list[JobFacts]:
         """The pending jobs' facts in submission order: the last cycle's without the jobs that
@@ -130,28 +142,23 @@ class Ranker:
             )
             for q in snap.queues
         }
-        prio = {c.name: c.priority for c in snap.service_classes}
-        hopeless_of = self._hopeless_of(ctx) if drop_hopeless else None
+        statics = self._statics_of(ctx)
         used = quota.usage
         # (queue, flavors) -> most units a job may add and stay within nominal in one of them
         nominal_room: dict[tuple[str, tuple[str, ...]], int] = {}
         value: dict[int, tuple[int, int, float]] = {}
         hopeless: list[int] = []
-        shapes = self.shapes
         for sid in set(map(_rank_shape, by_tail)):
-            queue, cls, flavors, units = shapes[sid]
-            if hopeless_of is not None:
-                known = hopeless_of.get(sid)
-                if known is None:
-                    can_borrow = ctx.cls(cls).can_borrow
-                    known = all(quota.never_fits(queue, fl, units, can_borrow) for fl in flavors)
-                    hopeless_of[sid] = known
-                if known:
-                    hopeless.append(sid)
-                    continue
+            known = statics.get(sid)
+            if known is None:
+                known = statics[sid] = self._shape_statics(ctx, sid)
+            queue, flavors, units, neg_prio, in_cohort, never = known
+            if never and drop_hopeless:
+                hopeless.append(sid)
+                continue
             # a queue without cohort never borrows: its jobs only wait for its own nominal
             borrowing = 0
-            if quota.cohort.get(queue) is not None:
+            if in_cohort:
                 room = nominal_room.get((queue, flavors))
                 if room is None:
                     room = max(
@@ -159,9 +166,9 @@ class Ranker:
                     )
                     nominal_room[(queue, flavors)] = room
                 borrowing = 1 if units > room else 0
-            value[sid] = (borrowing, -prio.get(cls, 0), scores.get(queue, 0.0))
+            value[sid] = (borrowing, neg_prio, scores.get(queue, 0.0))
         dense = {v: i for i, v in enumerate(sorted(set(value.values())))}
-        group = [0] * len(shapes)
+        group = [0] * len(self.shapes)
         for sid, v in value.items():
             group[sid] = dense[v]
         last = len(dense)  # after every group: the hopeless jobs, left out below
