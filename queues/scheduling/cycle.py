@@ -72,6 +72,7 @@ class _Cycle:
         # admission failures by job shape, valid until the cycle's state next changes
         self.admit_failed: dict[int, tuple[str, str] | None] = {}
         self.quota_memo: dict[tuple[str, str, int, bool], str | None] = {}  # same validity
+        self.shape_blocked: dict[int, bool] = {}  # rank shape -> quota_blocks_shape; same
         # (queue, class, flavor, units) with no preemption candidates: same validity
         self.no_candidates: set[tuple[str, str, str, int]] = set()
 
@@ -79,6 +80,7 @@ class _Cycle:
         """Admission, preemption or a reservation is about to change what later jobs see."""
         self.admit_failed.clear()
         self.quota_memo.clear()
+        self.shape_blocked.clear()
         self.no_candidates.clear()
 
     # -- admission ---------------------------------------------------------------------------
@@ -110,16 +112,7 @@ class _Cycle:
         res = ctx.reservation
         first_reason: tuple[str, str] | None = None
         for f in job.flavors:
-            qkey = (job.queue, f, least * g, cls.can_borrow)
-            if MEMOIZE and qkey in self.quota_memo:
-                reason = self.quota_memo[qkey]
-            else:
-                reason = ctx.quota.blocked_reason(job.queue, f, least * g, cls.can_borrow)
-                if reason is not None and ctx.quota.never_fits(
-                    job.queue, f, least * g, cls.can_borrow
-                ):
-                    reason = explain.QUOTA_EXCEEDED
-                self.quota_memo[qkey] = reason
+            reason = self._quota_reason(job.queue, f, least * g, cls.can_borrow)
             if reason is not None:
                 first_reason = _first(first_reason, reason, f)
                 continue
@@ -160,6 +153,50 @@ class _Cycle:
             self.commit_admit(job, f, p, ctx.now, long_job)
             return True
         return first_reason
+
+    def _quota_reason(self, queue: str, flavor: str, units: int, can_borrow: bool) -> str | None:
+        """Why the queue's quota cannot take ``units`` more of ``flavor`` now; None if it can."""
+        qkey = (queue, flavor, units, can_borrow)
+        if MEMOIZE and qkey in self.quota_memo:
+            return self.quota_memo[qkey]
+        quota = self.ctx.quota
+        reason = quota.blocked_reason(queue, flavor, units, can_borrow)
+        if reason is not None and quota.never_fits(queue, flavor, units, can_borrow):
+            reason = explain.QUOTA_EXCEEDED
+        self.quota_memo[qkey] = reason
+        return reason
+
+    def quota_blocks_shape(self, facts: JobFacts) -> bool:
+        """Whether the quota blocks the job in every flavor; the same for every job of its rank
+        shape until the state next changes. Records what the walk records for such a job."""
+        sid = facts.rank_shape
+        known = self.shape_blocked.get(sid)
+        if known is not None:
+            return known
+        job = facts.job
+        units = (job.min_workers or job.workers) * job.gpus_per_worker
+        can_borrow = self.ctx.cls(job.service_class).can_borrow
+        first: tuple[str, str] | None = None
+        for f in job.flavors:
+            reason = self._quota_reason(job.queue, f, units, can_borrow)
+            if reason is None:
+                self.shape_blocked[sid] = False
+                return False
+            first = _first(first, reason, f)
+        self.shape_blocked[sid] = True
+        if first is not None:
+            self._note_blocked(job, first)
+        return True
+
+    def _note_blocked(self, job: PendingJob, why: tuple[str, str]) -> None:
+        """What a job left pending tells growth: a flavor's GPUs or a cohort pool are wanted."""
+        reason, flavor = why
+        if reason in (explain.CAPACITY, explain.TOPOLOGY, explain.BEHIND_RESERVATION):
+            self.capacity_blocked.update(job.flavors)
+        elif reason == explain.COHORT_POOL:
+            cohort = self.ctx.quota.cohort.get(job.queue)
+            if cohort is not None:
+                self.pool_blocked.add((cohort, flavor))
 
     def _capacity_reason(self, job: PendingJob, flavor: str) -> str:
         cap = self.ctx.cap
@@ -495,6 +532,20 @@ class _Cycle:
                     self.ctx.reservation = res = None
 
     # -- the walk ------------------------------------------------------------------------------
+    def _only_admissions_left(self) -> bool:
+        """The reservation is made and preemption is spent (or the policy has neither): the rest
+        of the walk can only admit, and admissions only take quota. A shape its quota blocks in
+        every flavor then stays blocked until the next admission, so its jobs are passed over
+        whole. Not when explaining: every job's own reason is wanted then."""
+        policy = self.policy
+        return (
+            MEMOIZE
+            and not self.explain
+            and not policy.head_of_line
+            and (self.reserve_tried or not policy.backfill)
+            and (self.failed_preemptions >= MAX_FAILED_PREEMPTIONS or not policy.preemption)
+        )
+
     def run(self) -> CycleResult:
         ctx = self.ctx
         # without explanations, a job its quota can never hold changes nothing (no admission,
@@ -511,12 +562,18 @@ class _Cycle:
         # the same way, preemption included (the memos), and so changes nothing: skip it
         skip_known = MEMOIZE and not self.explain
         admit_failed = self.admit_failed
+        only_admissions = self._only_admissions_left()
+        shape_blocked = self.shape_blocked
         recheck = 0
         for facts in ranked:
             job = facts.job
             if self.head_blocker is not None:
                 left.add(job.name)
                 continue
+            if only_admissions:
+                blocked = shape_blocked.get(facts.rank_shape)
+                if blocked or (blocked is None and self.quota_blocks_shape(facts)):
+                    continue
             res = ctx.reservation
             long_job = False
             if res is not None:
@@ -539,17 +596,13 @@ class _Cycle:
                 continue
             left.add(job.name)
             reason, flavor = self.blocked_reason.get(job.name, (explain.CAPACITY, ""))
-            if reason in (explain.CAPACITY, explain.TOPOLOGY, explain.BEHIND_RESERVATION):
-                self.capacity_blocked.update(job.flavors)
-            elif reason == explain.COHORT_POOL:
-                cohort = ctx.quota.cohort.get(job.queue)
-                if cohort is not None:
-                    self.pool_blocked.add((cohort, flavor))
+            self._note_blocked(job, (reason, flavor))
             if self.policy.backfill and not self.reserve_tried and reason not in explain.NEVER:
                 self.reserve_tried = True  # EASY: only the best-ranked blocked job
                 self.reserve(job)
             if self.policy.head_of_line:
                 self.head_blocker = job.name
+            only_admissions = self._only_admissions_left()
         if recheck:
             self.admit_again(ranked[:recheck], left, fallback, default)
         if self.policy.elastic_growth:
