@@ -291,28 +291,23 @@ def build_context(snapshot: Snapshot, policy: Policy) -> CycleContext:
     admitted = snapshot.admitted
     # stopping jobs whose GPUs may be held for a preemptor
     victims = [job for job in compress(admitted, map(_held_for, admitted)) if job.stopping]
-    ids = list(map(id, admitted))
-    present = set(ids).difference(map(id, victims))
+    present = set(map(id, admitted))
+    if victims:
+        present.difference_update(map(id, victims))
     # the jobs that came or went since the last snapshot (usually few)
-    changed = present.symmetric_difference(inc.entries)
-    gone = [key for key in changed if key in inc.entries]
+    gone = inc.entries.keys() - present
     if len(gone) > len(inc.entries) // 2:  # fresh job objects (a live cycle): count anew
         inc = _Incremental(layout, snapshot.service_classes, snapshot.default_runtime)
         _state[:] = [inc]
-        changed = present
     else:
         for key in gone:
             inc.remove(key)
     entries = inc.entries
-    came = [key for key in changed if key in present]
+    came = present.difference(entries)
     bulk = not entries  # append every release event, then sort once
-    if len(came) > 8:
-        by_id = dict(zip(ids, admitted, strict=True))
-        for key in came:
-            inc.add(key, by_id[key], sort=not bulk)
-    else:
-        for key in came:
-            inc.add(key, admitted[ids.index(key)], sort=not bulk)
+    if came:
+        for job in compress(admitted, map(came.__contains__, map(id, admitted))):
+            inc.add(id(job), job, sort=not bulk)
     if bulk:
         inc.sort_ends()
     held: dict[str, list[AdmittedJob]] = {}

@@ -4,10 +4,11 @@ Within nominal first, then service-class priority (highest first), fair-share sc
 first), submission time, name.
 
 A job that waits is ranked again every cycle, so the ranker keeps what does not change between
-cycles: each job's facts (its shapes and tie-breakers) and the waiting jobs in submission order
-(the last tie-breakers). Each cycle then only orders the few rank groups (a queue and class's
-borrowing state, priority and fair-share score) and sorts the jobs by group alone: the sort is
-stable, so within a group they stay in submission order. Facts are kept by job object and keep
+cycles: each job's facts (its shapes and tie-breakers) and, per rank shape (queue, class,
+flavors, least units), its waiting jobs in submission order (the last tie-breakers). Each cycle
+it only brings those lists up to date with the jobs that came and went, orders the shapes by
+group (a queue and class's borrowing state, priority and fair-share score), and joins their
+lists; shapes of one group are merged by submission order. Facts are kept by job object and keep
 their job alive, so an ``id`` is never reused while its facts exist; a snapshot of fresh objects
 only costs building their facts.
 """
@@ -15,6 +16,7 @@ only costs building their facts.
 from __future__ import annotations
 
 import bisect
+from itertools import chain, compress
 from operator import attrgetter
 from typing import TYPE_CHECKING
 
@@ -34,7 +36,7 @@ WalkShape = tuple[tuple[str, str, tuple[str, ...], int, int, int], Topology | No
 class JobFacts:
     """What the cycle needs of a pending job that stays the same while it waits."""
 
-    __slots__ = ("estimate", "job", "rank_shape", "stamp", "tail", "walk")
+    __slots__ = ("estimate", "job", "rank_shape", "tail", "walk")
 
     def __init__(self, job: PendingJob, rank_shape: int, walk_shape: int) -> None:
         self.job = job
@@ -44,20 +46,18 @@ class JobFacts:
         # the admission memo's key (an interned WalkShape): for a job that ends before the
         # reservation starts, and for one that does not
         self.walk = (2 * walk_shape, 2 * walk_shape + 1)
-        self.stamp = -1  # the last cycle that ranked it (the ranker counts from 1)
 
 
 _tail = attrgetter("tail")
-_rank_shape = attrgetter("rank_shape")
 
 
 class Ranker:
     """Ranks a snapshot's pending jobs; kept from one cycle to the next (see the module doc)."""
 
     def __init__(self) -> None:
-        self.facts: dict[int, JobFacts] = {}
-        self.by_tail: list[JobFacts] = []  # the last cycle's jobs in submission order
-        self.stamp = 0
+        self.facts: dict[int, JobFacts] = {}  # by id of the job: its pending jobs and more
+        self.present: dict[int, JobFacts] = {}  # the last snapshot's pending jobs, by id
+        self.by_shape: dict[int, list[JobFacts]] = {}  # rank shape -> present jobs in order
         self.shape_ids: dict[tuple[str, str, tuple[str, ...], int], int] = {}
         self.shapes: list[tuple[str, str, tuple[str, ...], int]] = []
         self.walk_ids: dict[WalkShape, int] = {}
@@ -96,40 +96,43 @@ class Ranker:
         in_cohort = quota.cohort.get(queue) is not None
         return (queue, flavors, units, -cls.priority, in_cohort, hopeless)
 
-    def _facts_of(self, pending: tuple[PendingJob, ...]) -> list[JobFacts]:
-        """The pending jobs' facts in submission order: the last cycle's without the jobs that
-        left, with the jobs that came merged in."""
-        self.stamp += 1
-        stamp = self.stamp
+    def _update(self, pending: tuple[PendingJob, ...]) -> None:
+        """Bring the per-shape lists from the last snapshot's pending jobs to these."""
+        ids = set(map(id, pending))
+        present = self.present
+        by_shape = self.by_shape
+        for key in present.keys() - ids:
+            f = present.pop(key)
+            jobs = by_shape[f.rank_shape]
+            jobs.remove(f)
+            if not jobs:
+                del by_shape[f.rank_shape]
+        came = ids.difference(present)
+        if not came:
+            return
         facts = self.facts
-        came: list[JobFacts] = []
-        for job in pending:
-            f = facts.get(id(job))
-            if f is None:
-                f = facts[id(job)] = self._new_facts(job)
-            if f.stamp != stamp - 1:
-                came.append(f)
-            f.stamp = stamp
-        by_tail = [f for f in self.by_tail if f.stamp == stamp]
-        came.sort(key=_tail)
-        for f in came:  # mostly new submissions, which go last
-            if by_tail and f.tail < by_tail[-1].tail:
-                bisect.insort(by_tail, f, key=_tail)
-            else:
-                by_tail.append(f)
-        self.by_tail = by_tail
-        if len(facts) > 2 * len(by_tail) + 256:  # forget jobs long gone
-            self.facts = {id(f.job): f for f in by_tail}
-        return by_tail
+        for job in compress(pending, map(came.__contains__, map(id, pending))):
+            known = facts.get(id(job))
+            if known is None:
+                known = facts[id(job)] = self._new_facts(job)
+            present[id(job)] = known
+            jobs = by_shape.setdefault(known.rank_shape, [])
+            if jobs and known.tail < jobs[-1].tail:
+                bisect.insort(jobs, known, key=_tail)
+            else:  # mostly new submissions, which go last
+                jobs.append(known)
+        if len(facts) > 2 * len(present) + 256:  # forget jobs long gone
+            self.facts = dict(present)
 
     def rank(
         self, ctx: CycleContext, pending: tuple[PendingJob, ...], drop_hopeless: bool = False
     ) -> list[JobFacts]:
         """The pending jobs' facts in rank order. ``drop_hopeless``: leave out the jobs whose
         quota can never hold them in any of their flavors (``QuotaState.never_fits``)."""
-        by_tail = self._facts_of(pending)
+        self._update(pending)
+        by_shape = self.by_shape
         if ctx.policy.fifo_order:
-            return list(by_tail)
+            return sorted(chain.from_iterable(by_shape.values()), key=_tail)
         snap = ctx.snapshot
         quota = ctx.quota
         geq = {f.name: f.gpu_equivalent for f in snap.flavors}
@@ -146,15 +149,13 @@ class Ranker:
         used = quota.usage
         # (queue, flavors) -> most units a job may add and stay within nominal in one of them
         nominal_room: dict[tuple[str, tuple[str, ...]], int] = {}
-        value: dict[int, tuple[int, int, float]] = {}
-        hopeless: list[int] = []
-        for sid in set(map(_rank_shape, by_tail)):
+        groups: dict[tuple[int, int, float], list[int]] = {}
+        for sid in by_shape:
             known = statics.get(sid)
             if known is None:
                 known = statics[sid] = self._shape_statics(ctx, sid)
             queue, flavors, units, neg_prio, in_cohort, never = known
             if never and drop_hopeless:
-                hopeless.append(sid)
                 continue
             # a queue without cohort never borrows: its jobs only wait for its own nominal
             borrowing = 0
@@ -166,17 +167,14 @@ class Ranker:
                     )
                     nominal_room[(queue, flavors)] = room
                 borrowing = 1 if units > room else 0
-            value[sid] = (borrowing, neg_prio, scores.get(queue, 0.0))
-        dense = {v: i for i, v in enumerate(sorted(set(value.values())))}
-        group = [0] * len(self.shapes)
-        for sid, v in value.items():
-            group[sid] = dense[v]
-        last = len(dense)  # after every group: the hopeless jobs, left out below
-        for sid in hopeless:
-            group[sid] = last
-        keys = list(map(group.__getitem__, map(_rank_shape, by_tail)))
-        # stable: within a group the jobs keep their submission order (then name)
-        order = sorted(range(len(by_tail)), key=keys.__getitem__)
-        if hopeless:
-            del order[len(order) - keys.count(last) :]
-        return list(map(by_tail.__getitem__, order))
+            groups.setdefault((borrowing, neg_prio, scores.get(queue, 0.0)), []).append(sid)
+        ranked: list[JobFacts] = []
+        for value in sorted(groups):
+            sids = groups[value]
+            if len(sids) == 1:
+                ranked.extend(by_shape[sids[0]])
+            else:  # within a group the jobs go in submission order (then name)
+                ranked.extend(
+                    sorted(chain.from_iterable(map(by_shape.__getitem__, sids)), key=_tail)
+                )
+        return ranked
