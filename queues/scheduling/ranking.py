@@ -26,9 +26,9 @@ from queues.scheduling.model import PendingJob, Topology
 if TYPE_CHECKING:
     from queues.scheduling.context import CycleContext
 
-# a rank shape's queue, flavors, units, minus its class's priority, whether its queue is in a
-# cohort, whether its quota can never hold it
-_ShapeStatics = tuple[str, tuple[str, ...], int, int, bool, bool]
+# a rank shape's queue, units, minus its class's priority, its (queue, flavors) id where the
+# queue is in a cohort (None: it never borrows), whether its quota can never hold it
+_ShapeStatics = tuple[str, int, int, int | None, bool]
 # (queue, class, flavors, gpus per worker, least workers, workers), topology
 WalkShape = tuple[tuple[str, str, tuple[str, ...], int, int, int], Topology | None]
 
@@ -57,11 +57,14 @@ class Ranker:
     def __init__(self) -> None:
         self.facts: dict[int, JobFacts] = {}  # by id of the job: its pending jobs and more
         self.present: dict[int, JobFacts] = {}  # the last snapshot's pending jobs, by id
+        self.ids: set[int] = set()  # the same ids
         self.by_shape: dict[int, list[JobFacts]] = {}  # rank shape -> present jobs in order
         self.shape_ids: dict[tuple[str, str, tuple[str, ...], int], int] = {}
         self.shapes: list[tuple[str, str, tuple[str, ...], int]] = []
         self.walk_ids: dict[WalkShape, int] = {}
         self.statics: dict[int, _ShapeStatics] = {}  # rank shape -> see _statics_of
+        self.room_ids: dict[tuple[str, tuple[str, ...]], int] = {}  # (queue, flavors) -> id
+        self.rooms: list[tuple[str, tuple[str, ...]]] = []
         self.statics_basis: tuple[object, ...] = ()
 
     def _new_facts(self, job: PendingJob) -> JobFacts:
@@ -93,21 +96,27 @@ class Ranker:
         cls = ctx.cls(cls_name)
         # a job its quota can never hold in any of its flavors (QuotaState.never_fits)
         hopeless = all(quota.never_fits(queue, fl, units, cls.can_borrow) for fl in flavors)
-        in_cohort = quota.cohort.get(queue) is not None
-        return (queue, flavors, units, -cls.priority, in_cohort, hopeless)
+        room_id = None
+        if quota.cohort.get(queue) is not None:
+            room_id = self.room_ids.get((queue, flavors))
+            if room_id is None:
+                room_id = self.room_ids[(queue, flavors)] = len(self.rooms)
+                self.rooms.append((queue, flavors))
+        return (queue, units, -cls.priority, room_id, hopeless)
 
     def _update(self, pending: tuple[PendingJob, ...]) -> None:
         """Bring the per-shape lists from the last snapshot's pending jobs to these."""
         ids = set(map(id, pending))
         present = self.present
         by_shape = self.by_shape
-        for key in present.keys() - ids:
+        for key in self.ids - ids:
             f = present.pop(key)
             jobs = by_shape[f.rank_shape]
             jobs.remove(f)
             if not jobs:
                 del by_shape[f.rank_shape]
-        came = ids.difference(present)
+        came = ids - self.ids
+        self.ids = ids
         if not came:
             return
         facts = self.facts
@@ -147,25 +156,25 @@ class Ranker:
         }
         statics = self._statics_of(ctx)
         used = quota.usage
-        # (queue, flavors) -> most units a job may add and stay within nominal in one of them
-        nominal_room: dict[tuple[str, tuple[str, ...]], int] = {}
+        # (queue, flavors) id -> most units a job may add and stay within nominal in one of them
+        nominal_room: dict[int, int] = {}
         groups: dict[tuple[int, int, float], list[int]] = {}
         for sid in by_shape:
             known = statics.get(sid)
             if known is None:
                 known = statics[sid] = self._shape_statics(ctx, sid)
-            queue, flavors, units, neg_prio, in_cohort, never = known
+            queue, units, neg_prio, room_id, never = known
             if never and drop_hopeless:
                 continue
             # a queue without cohort never borrows: its jobs only wait for its own nominal
             borrowing = 0
-            if in_cohort:
-                room = nominal_room.get((queue, flavors))
+            if room_id is not None:
+                room = nominal_room.get(room_id)
                 if room is None:
-                    room = max(
+                    flavors = self.rooms[room_id][1]
+                    room = nominal_room[room_id] = max(
                         quota.limits(queue, fl).nominal - used.get((queue, fl), 0) for fl in flavors
                     )
-                    nominal_room[(queue, flavors)] = room
                 borrowing = 1 if units > room else 0
             groups.setdefault((borrowing, neg_prio, scores.get(queue, 0.0)), []).append(sid)
         ranked: list[JobFacts] = []
