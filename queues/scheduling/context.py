@@ -154,6 +154,7 @@ class _Incremental:
         self.default_runtime = default_runtime
         self.classes = {c.name: c for c in classes}
         self.entries: dict[int, _Entry] = {}
+        self.ids: set[int] = set()  # the entries' keys
         self.free: dict[str, dict[int, int]] = {f: dict(v) for f, v in layout.base_free.items()}
         self.usage: dict[tuple[str, str], int] = {}
         self.waiting: dict[str, _Entry] = {}
@@ -209,6 +210,7 @@ class _Incremental:
             )
         entry = _Entry(job, workers, running)
         self.entries[key] = entry
+        self.ids.add(key)
         if running is not None:
             self.running[key] = running
             if job.started_at is not None and running.cls.preemptible:
@@ -240,6 +242,7 @@ class _Incremental:
 
     def remove(self, key: int) -> None:
         entry = self.entries.pop(key)
+        self.ids.discard(key)
         job = entry.job
         if entry.running is not None:
             del self.running[key]
@@ -295,7 +298,7 @@ def build_context(snapshot: Snapshot, policy: Policy) -> CycleContext:
     if victims:
         present.difference_update(map(id, victims))
     # the jobs that came or went since the last snapshot (usually few)
-    gone = inc.entries.keys() - present
+    gone = inc.ids - present
     if len(gone) > len(inc.entries) // 2:  # fresh job objects (a live cycle): count anew
         inc = _Incremental(layout, snapshot.service_classes, snapshot.default_runtime)
         _state[:] = [inc]
@@ -303,7 +306,7 @@ def build_context(snapshot: Snapshot, policy: Policy) -> CycleContext:
         for key in gone:
             inc.remove(key)
     entries = inc.entries
-    came = present.difference(entries)
+    came = present - inc.ids
     bulk = not entries  # append every release event, then sort once
     if came:
         for job in compress(admitted, map(came.__contains__, map(id, admitted))):

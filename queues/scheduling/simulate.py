@@ -71,7 +71,6 @@ class SimJob:
 
 
 _admitted_of = attrgetter("admitted")
-_pending_of = attrgetter("pending")
 
 
 def _pending_job(spec: JobSpec) -> PendingJob:
@@ -148,7 +147,7 @@ class Simulator:
             )
         )
         self.jobs = {j.name: SimJob(j, _pending_job(j)) for j in scenario.jobs}
-        self.pending: dict[str, SimJob] = {}
+        self.pending: dict[str, PendingJob] = {}  # the waiting jobs' snapshot views
         self.admitted: dict[str, SimJob] = {}
         self.heap: list[tuple[float, int, int, str, int]] = []
         self.seq = 0
@@ -208,7 +207,7 @@ class Simulator:
     def submit(self, job: SimJob) -> None:
         job.state = "pending"
         job.remaining = job.spec.duration
-        self.pending[job.spec.name] = job
+        self.pending[job.spec.name] = job.pending
 
     def start(self, job: SimJob, t: float) -> None:
         job.state = "running"
@@ -247,7 +246,7 @@ class Simulator:
         job.version += 1
         if job.requeue and job.state == "stopping":
             job.state = "pending"
-            self.pending[job.spec.name] = job
+            self.pending[job.spec.name] = job.pending
             self.report.event(t, "requeue", job=job.spec.name)
         elif job.state == "stopping":
             job.state = job.end_state
@@ -260,7 +259,7 @@ class Simulator:
             self.admitted.pop(job.spec.name, None)
             job.state, job.placement, job.admitted = "pending", {}, None
             job.version += 1
-            self.pending[job.spec.name] = job
+            self.pending[job.spec.name] = job.pending
             return
         if job.run_start is not None and job.remaining is not None:
             elapsed = t - job.run_start
@@ -321,7 +320,7 @@ class Simulator:
             service_classes=self.classes,
             queues=queues,
             admitted=tuple(map(_admitted_of, jobs)),
-            pending=tuple(map(_pending_of, self.pending.values())),
+            pending=tuple(self.pending.values()),
             topology_levels=self.sc.topology_levels,
             default_runtime=self.sc.default_runtime,
             half_life=self.sc.half_life,
@@ -366,7 +365,8 @@ class Simulator:
         for s in result.stops:
             self.stop(self.jobs[s.job], t, s.reason, s.by, s.release_at, s.requeue)
         for a in result.admits:
-            job = self.pending.pop(a.job)
+            del self.pending[a.job]
+            job = self.jobs[a.job]
             job.cluster, job.flavor, job.workers = a.cluster, a.flavor, a.workers
             job.placement = dict(a.placement)
             self.admitted[a.job] = job
