@@ -15,7 +15,6 @@ only costs building their facts.
 
 from __future__ import annotations
 
-import bisect
 from itertools import chain, compress
 from operator import attrgetter
 from typing import TYPE_CHECKING
@@ -55,7 +54,7 @@ class Ranker:
     """Ranks a snapshot's pending jobs; kept from one cycle to the next (see the module doc)."""
 
     def __init__(self) -> None:
-        self.facts: dict[int, JobFacts] = {}  # by id of the job: its pending jobs and more
+        self.facts: dict[int, JobFacts] = {}  # by id of the job: pending and lately seen jobs
         self.present: dict[int, JobFacts] = {}  # the last snapshot's pending jobs, by id
         self.ids: set[int] = set()  # the same ids
         self.by_shape: dict[int, list[JobFacts]] = {}  # rank shape -> present jobs in order
@@ -107,9 +106,13 @@ class Ranker:
     def _update(self, pending: tuple[PendingJob, ...]) -> None:
         """Bring the per-shape lists from the last snapshot's pending jobs to these."""
         ids = set(map(id, pending))
+        gone = self.ids - ids
+        if len(gone) > len(self.ids) // 2:  # mostly fresh job objects (a live cycle): anew
+            self.present, self.by_shape, self.ids = {}, {}, set()
+            gone = set()
         present = self.present
         by_shape = self.by_shape
-        for key in self.ids - ids:
+        for key in gone:
             f = present.pop(key)
             jobs = by_shape[f.rank_shape]
             jobs.remove(f)
@@ -120,6 +123,7 @@ class Ranker:
         if not came:
             return
         facts = self.facts
+        unsorted: set[int] = set()  # shapes whose list needs sorting again
         for job in compress(pending, map(came.__contains__, map(id, pending))):
             known = facts.get(id(job))
             if known is None:
@@ -127,9 +131,10 @@ class Ranker:
             present[id(job)] = known
             jobs = by_shape.setdefault(known.rank_shape, [])
             if jobs and known.tail < jobs[-1].tail:
-                bisect.insort(jobs, known, key=_tail)
-            else:  # mostly new submissions, which go last
-                jobs.append(known)
+                unsorted.add(known.rank_shape)
+            jobs.append(known)  # mostly new submissions, which go last
+        for sid in unsorted:
+            by_shape[sid].sort(key=_tail)
         if len(facts) > 2 * len(present) + 256:  # forget jobs long gone
             self.facts = dict(present)
 
