@@ -154,7 +154,7 @@ class _Incremental:
         self.default_runtime = default_runtime
         self.classes = {c.name: c for c in classes}
         self.entries: dict[int, _Entry] = {}
-        self.ids: set[int] = set()  # the entries' keys
+        self.ids: set[int] = set()  # the entries' keys as a set, for C set differences
         self.free: dict[str, dict[int, int]] = {f: dict(v) for f, v in layout.base_free.items()}
         self.usage: dict[tuple[str, str], int] = {}
         self.waiting: dict[str, _Entry] = {}

@@ -168,11 +168,9 @@ class _Cycle:
 
     def quota_blocks_shape(self, facts: JobFacts) -> bool:
         """Whether the quota blocks the job in every flavor; the same for every job of its rank
-        shape until the state next changes. Records what the walk records for such a job."""
+        shape until the state next changes, so it is kept in ``shape_blocked`` (the walk looks
+        there first). Records what the walk records for such a job."""
         sid = facts.rank_shape
-        known = self.shape_blocked.get(sid)
-        if known is not None:
-            return known
         job = facts.job
         units = (job.min_workers or job.workers) * job.gpus_per_worker
         can_borrow = self.ctx.cls(job.service_class).can_borrow
@@ -595,8 +593,9 @@ class _Cycle:
                     recheck = ranked.index(facts)
                 continue
             left.add(job.name)
-            reason, flavor = self.blocked_reason.get(job.name, (explain.CAPACITY, ""))
-            self._note_blocked(job, (reason, flavor))
+            why = self.blocked_reason.get(job.name, (explain.CAPACITY, ""))
+            self._note_blocked(job, why)
+            reason = why[0]
             if self.policy.backfill and not self.reserve_tried and reason not in explain.NEVER:
                 self.reserve_tried = True  # EASY: only the best-ranked blocked job
                 self.reserve(job)

@@ -56,7 +56,7 @@ class Ranker:
     def __init__(self) -> None:
         self.facts: dict[int, JobFacts] = {}  # by id of the job: pending and lately seen jobs
         self.present: dict[int, JobFacts] = {}  # the last snapshot's pending jobs, by id
-        self.ids: set[int] = set()  # the same ids
+        self.ids: set[int] = set()  # the same ids as a set, for C set differences
         self.by_shape: dict[int, list[JobFacts]] = {}  # rank shape -> present jobs in order
         self.shape_ids: dict[tuple[str, str, tuple[str, ...], int], int] = {}
         self.shapes: list[tuple[str, str, tuple[str, ...], int]] = []
