@@ -23,9 +23,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from generate import generate
 
-from queues.scheduling.cycle import run_cycle
-from queues.scheduling.scenario import Scenario, parse_scenario
-from queues.scheduling.simulate import Simulator, simulate
+from gpusched.engine.cycle import run_cycle
+from gpusched.sim.scenario import Scenario, parse_scenario
+from gpusched.sim.simulate import Simulator, simulate
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -175,8 +175,8 @@ def main() -> int:
 
     from django.db import connection, reset_queries, transaction
 
+    from gpusched.engine.cycle import run_cycle as decide
     from queues.models import Job
-    from queues.scheduling.cycle import run_cycle as decide
     from queues.services import build_snapshot, run_cycle
     from queues.services.apply import apply_result
     from queues.services.observe import sync_clusters

@@ -3,7 +3,7 @@
     python benchmarks/run_traces.py [--quick] [--traces philly,alibaba,itp]
                                     [--policies default,fifo,greedy] [--out DIR]
 
-For each trace scenario (imported by ``queues.traces`` with the options in ``SCENARIOS``) and
+For each trace scenario (imported by ``gpusched.sim.traces`` with the options in ``SCENARIOS``) and
 each policy, runs ``simulate()`` and prints a markdown table per trace: mean and p95 JCT, mean
 and p95 wait, makespan, GPU utilization, preemptions, Jain's fairness index of per-queue GPU-hours
 relative to quota, the longest wait (starvation), engine seconds and the worst cycle. It writes
@@ -41,10 +41,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from queues.scheduling.scenario import parse_scenario
-from queues.scheduling.simulate import simulate
-from queues.traces.cli import ATTRIBUTION, IMPORTERS
-from queues.traces.metrics import (
+from gpusched.sim.scenario import parse_scenario
+from gpusched.sim.simulate import simulate
+from gpusched.sim.traces.cli import ATTRIBUTION, IMPORTERS
+from gpusched.sim.traces.metrics import (
     allocation_series,
     bucket_means,
     capacity_equivalents,

@@ -23,8 +23,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from generate import generate
 
-from queues.scheduling.scenario import Scenario, load_scenario, parse_scenario
-from queues.scheduling.simulate import simulate
+from gpusched.sim.scenario import Scenario, load_scenario, parse_scenario
+from gpusched.sim.simulate import simulate
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "shared" / "scenarios"
 # seed, jobs, nodes, queues, cohorts

@@ -35,9 +35,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from generate import generate
 
-from queues.scheduling.cycle import run_cycle
-from queues.scheduling.scenario import parse_scenario
-from queues.scheduling.simulate import Simulator
+from gpusched.engine.cycle import run_cycle
+from gpusched.sim.scenario import parse_scenario
+from gpusched.sim.simulate import Simulator
 
 MIDDLE = {"nodes": 1_000, "pending": 10_000, "queues": 100}
 SWEEP = {

@@ -32,11 +32,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from queues.scheduling import policies as policy_registry
-from queues.scheduling.policies import Policy
-from queues.scheduling.scenario import parse_scenario
-from queues.scheduling.simulate import simulate
-from queues.traces.metrics import flavor_equivalents, summary_row
+from gpusched.engine import policies as policy_registry
+from gpusched.engine.policies import Policy
+from gpusched.sim.scenario import parse_scenario
+from gpusched.sim.simulate import simulate
+from gpusched.sim.traces.metrics import flavor_equivalents, summary_row
 
 TRACES = ("philly", "alibaba", "itp")
 POLICIES = ("default", "fifo", "greedy")

@@ -30,8 +30,8 @@ from dashboards.plain import (
     percentile,
 )
 from dashboards.rollup import floor_to
+from gpusched.engine import fairshare
 from queues.models import Flavor, Job, JobEvent, JobFlavor, Node, Queue, Team
-from queues.scheduling import fairshare
 from queues.services.queue_status import HOLDING_STATES, QueueStatus, queues_status
 
 MIG_CONFIG_LABEL = "nvidia.com/mig.config"

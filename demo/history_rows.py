@@ -22,6 +22,7 @@ from django.contrib.auth import get_user_model
 from demo.replay import HistorySimulator, Moment, Story
 from demo.submit import IMAGE, command_of
 from demo.workload import JobRequest, estimated_runtime
+from gpusched.sim.simulate import SimJob
 from queues.clusters.simulated import FAILURE_MESSAGE
 from queues.models import (
     Cluster,
@@ -35,7 +36,6 @@ from queues.models import (
     ServiceClass,
     SimulatedWorkload,
 )
-from queues.scheduling.simulate import SimJob
 from queues.services import counters, messages
 from queues.services.effects import worker_layout
 from queues.services.messages import when

@@ -3,7 +3,7 @@
 ``world_of(snapshot)`` takes the platform as the live cycle sees it (flavors, nodes, service
 classes, queues with their quotas); ``scenario_of`` adds the drawn job requests; and
 ``HistorySimulator`` replays the scenario in simulated time through the same engine the live
-cycle runs (``queues.scheduling.simulate``), keeping per job the timeline the live services
+cycle runs (``gpusched.sim.simulate``), keeping per job the timeline the live services
 would have written: submitted, pending (when its reason changes), admitted, started, preempted,
 requeued, failed, succeeded, scaled, each with the engine's decision behind it. The simulated
 cluster's worker failures are drawn as its live driver draws them
@@ -20,10 +20,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from demo.workload import JobRequest, estimated_runtime
-from queues.clusters.simulated import run_outcome
-from queues.scheduling.explain import PendingInfo
-from queues.scheduling.model import Admit, CycleResult, Scale, Snapshot, Stop
-from queues.scheduling.scenario import (
+from gpusched.engine.explain import PendingInfo
+from gpusched.engine.model import Admit, CycleResult, Scale, Snapshot, Stop
+from gpusched.sim.scenario import (
     ClusterSpec,
     EventSpec,
     FlavorSpec,
@@ -34,7 +33,8 @@ from queues.scheduling.scenario import (
     Scenario,
     ServiceClassSpec,
 )
-from queues.scheduling.simulate import FINISH, TICK, SimJob, Simulator
+from gpusched.sim.simulate import FINISH, TICK, SimJob, Simulator
+from queues.clusters.simulated import run_outcome
 from queues.services.observe import MAX_FAILURES
 
 FAIL = TICK + 1  # an event kind of the replay's own: a worker of the run fails

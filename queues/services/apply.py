@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from gpusched.engine import model as engine
+from gpusched.engine.explain import PendingInfo
+from gpusched.engine.fairshare import decay_usage
 from queues.models import Job, JobEvent, JobRuntime, Queue
-from queues.scheduling import model as engine
-from queues.scheduling.explain import PendingInfo
-from queues.scheduling.fairshare import decay_usage
 from queues.services import counters, messages
 from queues.services import effects as fx
 from queues.services.messages import clock, when

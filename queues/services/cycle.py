@@ -22,8 +22,8 @@ from django.utils import timezone
 
 from accounting.services import accrue_usage
 from dashboards.rollup import record_cycle
+from gpusched.engine.cycle import run_cycle as decide
 from queues.models import CycleRun
-from queues.scheduling.cycle import run_cycle as decide
 from queues.services import counters, lease, observe
 from queues.services.apply import apply_result
 from queues.services.effects import Effect, run_effects

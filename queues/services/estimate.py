@@ -1,7 +1,7 @@
 """``estimate_submission``: what would happen to a job if it were submitted now.
 
 The ENGINE decides, on a copy of the current state: the live snapshot (``build_snapshot``) plus
-the candidate as one more pending job, through ``queues.scheduling.estimate.estimate``. Nothing
+the candidate as one more pending job, through ``gpusched.engine.estimate.estimate``. Nothing
 is written. The outcome is one of
 
 - ``start``: it would be admitted within its queue's nominal quota;
@@ -28,9 +28,9 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.utils import timezone
 
 from gpuplatform import access
+from gpusched.engine import estimate as engine_estimate
+from gpusched.engine import model as engine
 from queues.models import Flavor, Queue, ServiceClass
-from queues.scheduling import estimate as engine_estimate
-from queues.scheduling import model as engine
 from queues.services import messages
 from queues.services.queue_status import flavor_usage
 from queues.services.snapshot import LiveSnapshot, build_snapshot, queue_key, topology_levels

@@ -10,7 +10,7 @@ import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 
-from queues.scheduling.explain import PendingInfo
+from gpusched.engine.explain import PendingInfo
 
 SUCCEEDED = "All workers finished successfully."
 

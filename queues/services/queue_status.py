@@ -22,8 +22,8 @@ from typing import Any
 from django.db.models import Prefetch, Q
 from django.utils import timezone
 
+from gpusched.engine import fairshare
 from queues.models import Flavor, Job, JobFlavor, Queue, Quota
-from queues.scheduling import fairshare
 from queues.services.snapshot import queue_key
 
 HOLDING_STATES = ("admitted", "running", "preempted")

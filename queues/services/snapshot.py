@@ -20,6 +20,8 @@ from typing import NamedTuple
 from django.conf import settings
 from django.db.models import Q, QuerySet
 
+from gpusched.engine import model as engine
+from gpusched.engine.fairshare import DEFAULT_HALF_LIFE
 from queues.models import (
     Cluster,
     Flavor,
@@ -30,8 +32,6 @@ from queues.models import (
     Queue,
     ServiceClass,
 )
-from queues.scheduling import model as engine
-from queues.scheduling.fairshare import DEFAULT_HALF_LIFE
 
 HOLDING_STATES = ("admitted", "running", "preempted")
 ACTIVE_STATES = ("pending", *HOLDING_STATES)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from django.db import transaction
 
+from gpusched.engine.cycle import run_cycle as decide
 from queues.models import Job, JobEvent
-from queues.scheduling.cycle import run_cycle as decide
 from queues.services.apply import apply_result
 from queues.services.report import CycleReport
 from queues.services.snapshot import build_snapshot

@@ -167,7 +167,7 @@ def test_estimate_that_waits_gives_wall_clock_times_and_names_jobs_not_engine_id
     sim_cluster: Cluster, queue_a: Queue, service_class_std: ServiceClass, flavor_h100: Flavor,
     researcher_a: Any, submit: Callable[..., Job], cycle: Callable[..., Any],
 ) -> None:  # fmt: skip
-    """The decision is the engine's (tests/scheduling/test_engine_estimate.py); the service
+    """The decision is the engine's (tests/gpusched/engine/test_estimate.py); the service
     turns its seconds into UTC datetimes and its job ids into the jobs' names."""
     submit(gpus=8, name="first")  # asks for 3600 s
     cycle(later(1))

@@ -1,7 +1,7 @@
 """``python manage.py import_trace {philly,alibaba,itp} --output scenario.yaml [options]``.
 
-A thin wrapper over :mod:`queues.traces.cli` (the same arguments as ``python -m queues.traces``);
-it touches no database.
+A thin wrapper over :mod:`gpusched.sim.traces.cli` (the same arguments as
+``python -m gpusched.sim.traces``); it touches no database.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from queues.traces.cli import add_arguments, run_import, write_result
-from queues.traces.common import TraceOptionError
+from gpusched.sim.traces.cli import add_arguments, run_import, write_result
+from gpusched.sim.traces.common import TraceOptionError
 
 
 class Command(BaseCommand):

@@ -6,8 +6,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
+from gpusched.engine.policies import POLICIES
 from queues.models import Job
-from queues.scheduling.policies import POLICIES
 from queues.services import run_cycle
 
 

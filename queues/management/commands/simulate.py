@@ -1,6 +1,6 @@
 """``python manage.py simulate SCENARIO.yaml [--output F] [--policy P]`` (docs/SCENARIOS.md).
 
-A thin wrapper over ``queues.scheduling.simulate``: it never touches the database, the broker or
+A thin wrapper over ``gpusched.sim.simulate``: it never touches the database, the broker or
 a cluster.
 """
 
@@ -11,7 +11,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from queues.scheduling.simulate import run_command
+from gpusched.sim.simulate import run_command
 
 
 class Command(BaseCommand):

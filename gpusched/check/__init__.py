@@ -1,0 +1,2 @@
+"""The independent checker: replays a simulator report against its scenario and reports every
+rule of docs/SCHEDULING.md it breaks (``checker.check``). It shares no code with the engine."""

@@ -1,0 +1,102 @@
+"""Rule 3 of docs/SCHEDULING.md (fair sharing), checked on a replayed report.
+
+A fair-share stop or shrink of a victim in queue V for a preemptor in queue P is allowed only
+when ``share(P after admitting) <= share(V after the removal)`` or ``share(P after admitting) <
+share(V before the removal)``, on the state with the preemptor's earlier victims removed, where
+``share(q)`` is the most, over flavors, of (usage above nominal) / (cohort pool) / weight.
+
+The report lists a cycle's shrinks, then its stops, then its admissions, not the order the
+engine decided them in; where that order matters the check takes the reading most favourable to
+the engine: the instant's admissions count for V and not for P, and the instant's shrinks of V's
+queue count as not yet made.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from gpusched.check.jobs import EPS, fmt
+from gpusched.sim.scenario import JobSpec, QuotaSpec
+
+if TYPE_CHECKING:
+    from gpusched.check.checker import _Replay
+
+
+def share(replay: _Replay, usage: Mapping[tuple[str, str], int], queue: str) -> float:
+    spec = replay.queues[queue]
+    best = 0.0
+    for flavor in replay.flavors:
+        quota = spec.quotas.get(flavor)
+        above = usage.get((queue, flavor), 0) - (quota.nominal if quota else 0)
+        if above <= 0:
+            continue
+        pool, _ = pool_of(replay, spec.cohort, flavor, usage)
+        best = max(best, above / pool / spec.weight if pool > 0 else math.inf)
+    return best
+
+
+def lent(quota: QuotaSpec | None) -> int:
+    """What a queue lends its cohort's pool of a flavor: its nominal, unless a lending limit
+    says less (the rest is never lent)."""
+    if quota is None:
+        return 0
+    lend = quota.nominal if quota.lending_limit is None else quota.lending_limit
+    return max(0, min(lend, quota.nominal))
+
+
+def pool_of(
+    replay: _Replay, cohort: str | None, flavor: str, usage: Mapping[tuple[str, str], int]
+) -> tuple[int, int]:
+    """The cohort's pool of ``flavor`` and how much of it the members' ``usage`` draws."""
+    size = drawn = 0
+    for member in replay.scenario.queues:
+        if cohort is None or member.cohort != cohort:
+            continue
+        quota = member.quotas.get(flavor)
+        lend = lent(quota)
+        size += lend
+        nominal = quota.nominal if quota else 0
+        drawn += max(0, usage.get((member.name, flavor), 0) - (nominal - lend))
+    return size, drawn
+
+
+def fair_share_problem(
+    replay: _Replay, t: float, victim: JobSpec, flavor: str, removed: int, by: JobSpec
+) -> str | None:
+    """Why rule 3 forbids this removal, or None when one of its two tests passes (or the
+    report does not say how much the preemptor takes)."""
+    admits = replay.conservation.admits.get(by.name, [])
+    taken = next((a for a in admits if a[0] >= t - EPS), None)
+    if taken is None or taken[1] != flavor:
+        return None
+    usage: dict[tuple[str, str], int] = defaultdict(int, replay.queue_used)
+    for name, w in replay.conservation.waiting.items():  # preemptors admitted earlier
+        if name != by.name and w.flavor is not None:
+            usage[replay.jobs[name].queue, w.flavor] += sum(w.placement.values())
+    for end, alloc in replay.stopping:  # the preemptor's victims chosen before this one
+        earlier = alloc.job in replay.conservation.stopped_now
+        if earlier and end > t + EPS and replay.held_by.get(alloc.job) == by.name:
+            usage[alloc.queue, alloc.flavor] -= sum(alloc.placement.values())
+    mine_usage = dict(usage)
+    mine_usage[by.queue, flavor] = mine_usage.get((by.queue, flavor), 0) + sum(taken[2].values())
+    mine = share(replay, mine_usage, by.queue)
+    theirs_usage = dict(usage)
+    for (queue, f), units in replay.coming.items():
+        if queue == victim.queue and units > 0:
+            theirs_usage[queue, f] = theirs_usage.get((queue, f), 0) + units
+    for (queue, f), units in replay.conservation.shrunk_now.items():
+        if queue == victim.queue:
+            theirs_usage[queue, f] = theirs_usage.get((queue, f), 0) + units
+    before = share(replay, theirs_usage, victim.queue)
+    theirs_usage[victim.queue, flavor] = theirs_usage.get((victim.queue, flavor), 0) - removed
+    after = share(replay, theirs_usage, victim.queue)
+    if mine <= after + 1e-9 or mine < before:  # the same arithmetic as the engine: exact
+        return None
+    return (
+        f"fair-share for {by.name}, but {by.queue}'s share after admitting it ({fmt(mine)}) is "
+        f"above {victim.queue}'s after the stop ({fmt(after)}) and not below it before "
+        f"({fmt(before)})"
+    )

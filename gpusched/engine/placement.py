@@ -1,0 +1,336 @@
+"""Gang placement (docs/SCHEDULING.md section 3): best-fit packing, topology, several clusters.
+
+Nodes are numbered once per cycle (``Capacity.index``); free units are kept per flavor in a
+``dict[node_index, units]`` so that a trial placement (with victims' GPUs added, or a
+reservation's GPUs withheld) is just another mapping.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from gpusched.engine.model import Snapshot, Topology
+
+Workers = dict[int, int]  # node index -> workers placed there
+
+
+class Layout:
+    """The static part of the capacity: node numbering, flavors per node, topology domains.
+
+    It depends only on the clusters, flavors and topology levels of a snapshot, so it is cached
+    on their identity: a caller that passes the same tuples again (the simulator does, until a
+    node changes) skips rebuilding it. The cache changes no result.
+    """
+
+    def __init__(self, snapshot: Snapshot) -> None:
+        self.levels = snapshot.topology_levels
+        self.names: list[str] = []
+        self.cluster_of: list[str] = []
+        self.capacity: list[Mapping[str, int]] = []
+        self.index: dict[tuple[str, str], int] = {}
+        self.failed: set[int] = set()
+        # flavor -> cluster -> node indexes (usable nodes exposing the flavor, in name order)
+        self.nodes: dict[str, dict[str, list[int]]] = {}
+        self.base_free: dict[str, dict[int, int]] = {}
+        self.total: dict[str, dict[str, int]] = {}  # flavor -> cluster -> capacity
+        self.domain: dict[str, list[tuple[str, ...] | None]] = {lv: [] for lv in self.levels}
+        self.price: dict[tuple[str, str], float] = {}
+        flavor_price = {f.name: f.price_per_hour for f in snapshot.flavors}
+        for cluster in sorted(snapshot.clusters, key=lambda c: c.name):
+            for node in sorted(cluster.nodes, key=lambda n: n.name):
+                i = len(self.names)
+                self.names.append(node.name)
+                self.cluster_of.append(cluster.name)
+                self.capacity.append(node.capacity)
+                self.index[(cluster.name, node.name)] = i
+                values: list[str] = []
+                for lv in self.levels:
+                    value = node.labels.get(lv)
+                    if value is None or (values and values[-1] == ""):
+                        values.append("")
+                        self.domain[lv].append(None)
+                    else:
+                        values.append(value)
+                        self.domain[lv].append(tuple(values))
+                if node.failed:
+                    self.failed.add(i)
+                if node.failed or not node.schedulable:
+                    continue
+                for f, units in node.capacity.items():
+                    if units <= 0:
+                        continue
+                    self.nodes.setdefault(f, {}).setdefault(cluster.name, []).append(i)
+                    self.base_free.setdefault(f, {})[i] = units
+                    per = self.total.setdefault(f, {})
+                    per[cluster.name] = per.get(cluster.name, 0) + units
+            for f in {f for n in cluster.nodes for f in n.capacity}:
+                price = cluster.prices.get(f, flavor_price.get(f))
+                self.price[(cluster.name, f)] = price if price is not None else 0.0
+
+
+_layout_cache: list[tuple[object, object, object, Layout]] = []
+
+
+def layout_of(snapshot: Snapshot) -> Layout:
+    key = (snapshot.clusters, snapshot.flavors, snapshot.topology_levels)
+    for clusters, flavors, levels, layout in _layout_cache:
+        if clusters is key[0] and flavors is key[1] and levels == key[2]:
+            return layout
+    layout = Layout(snapshot)
+    _layout_cache[:] = [(*key, layout)]
+    return layout
+
+
+class Capacity:
+    """Free units per flavor and node for one cycle, over a shared ``Layout``."""
+
+    def __init__(self, snapshot: Snapshot, free: Mapping[str, Mapping[int, int]] | None = None):
+        layout = layout_of(snapshot)
+        self.levels = layout.levels
+        self.names = layout.names
+        self.cluster_of = layout.cluster_of
+        self.capacity = layout.capacity
+        self.index = layout.index
+        self.failed = layout.failed
+        self.nodes = layout.nodes
+        self.total = layout.total
+        self.domain = layout.domain
+        self.price = layout.price
+        base = layout.base_free if free is None else free
+        self.free: dict[str, dict[int, int]] = {f: dict(v) for f, v in base.items()}
+
+        # flavor -> cluster -> free units -> nodes: finds the best single node without a scan
+        self._buckets: dict[str, dict[str, dict[int, set[int]]]] = {}
+
+    def free_of(self, flavor: str) -> dict[int, int]:
+        return self.free.setdefault(flavor, {})
+
+    def _move(self, flavor: str, i: int, before: int, after: int) -> None:
+        per = self._buckets.get(flavor)
+        if per is None:
+            return
+        buckets = per.get(self.cluster_of[i])
+        if buckets is None:
+            return
+        old = buckets.get(before)
+        if old is not None:
+            old.discard(i)
+        buckets.setdefault(after, set()).add(i)
+
+    def take(self, flavor: str, units: Mapping[int, int]) -> None:
+        free = self.free_of(flavor)
+        for i, u in units.items():
+            if i in free:
+                free[i] -= u
+                self._move(flavor, i, free[i] + u, free[i])
+
+    def give(self, flavor: str, units: Mapping[int, int]) -> None:
+        free = self.free_of(flavor)
+        for i, u in units.items():
+            if i in free:
+                free[i] += u
+                self._move(flavor, i, free[i] - u, free[i])
+
+    def invalidate(self, flavor: str) -> None:
+        """Call after changing ``free_of(flavor)`` other than through take/give."""
+        self._buckets.pop(flavor, None)
+
+    def best_single_node(self, flavor: str, cluster: str, need: int) -> int | None:
+        """The node best fit for ``need`` units: least free that suffices, partly used first."""
+        per = self._buckets.setdefault(flavor, {})
+        buckets = per.get(cluster)
+        if buckets is None:
+            buckets = {}
+            free = self.free_of(flavor)
+            for i in self.nodes.get(flavor, {}).get(cluster, ()):
+                buckets.setdefault(free.get(i, 0), set()).add(i)
+            per[cluster] = buckets
+        for value in sorted(v for v, nodes in buckets.items() if v >= need and nodes):
+            capacity = self.capacity
+            return min(
+                buckets[value], key=lambda i: (0 if value < capacity[i].get(flavor, 0) else 1, i)
+            )
+        return None
+
+    def largest_block(self, flavor: str) -> int:
+        free = self.free.get(flavor)
+        return max(free.values(), default=0) if free else 0
+
+    def free_total(self, flavor: str) -> int:
+        free = self.free.get(flavor)
+        return sum(free.values()) if free else 0
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    cluster: str
+    workers: Workers  # node index -> workers
+    leftover: int  # free units left on the nodes used (fragmentation)
+
+    @property
+    def count(self) -> int:
+        return sum(self.workers.values())
+
+
+def _pack(
+    nodes: Sequence[int],
+    want: int,
+    least: int,
+    g: int,
+    free: Mapping[int, int],
+    capacity: Sequence[Mapping[str, int]],
+    flavor: str,
+    first_fit: bool,
+) -> Workers | None:
+    """Place between ``least`` and ``want`` workers of ``g`` units on ``nodes``, best fit."""
+    slots: list[tuple[int, int, int, int]] = []  # (slots, free, partly_used(0)/empty(1), i)
+    total = 0
+    for i in nodes:
+        f = free.get(i, 0)
+        if f >= g:
+            s = f // g
+            slots.append((s, f, 1 if f >= capacity[i].get(flavor, 0) else 0, i))
+            total += s
+    if total < least:
+        return None
+    remaining = min(want, total)
+    out: Workers = {}
+    if first_fit:
+        for s, _f, _e, i in slots:
+            take = min(s, remaining)
+            out[i] = take
+            remaining -= take
+            if remaining == 0:
+                break
+        return out
+    slots.sort(key=lambda t: (-t[0], t[2], t[3]))
+    pos = 0
+    while remaining > 0:
+        if slots[pos][0] >= remaining:
+            # best fit: among the nodes that can take the rest, the one left fullest
+            best = None
+            for s, f, empty, i in slots[pos:]:
+                if s < remaining:
+                    break
+                key = (f - remaining * g, empty, i)
+                if best is None or key < best:
+                    best = key
+            assert best is not None
+            out[best[2]] = remaining
+            return out
+        s, _f, _e, i = slots[pos]
+        out[i] = s
+        remaining -= s
+        pos += 1
+    return out
+
+
+def _leftover(workers: Workers, g: int, free: Mapping[int, int]) -> int:
+    return sum(free.get(i, 0) - w * g for i, w in workers.items())
+
+
+def place_in_cluster(
+    cap: Capacity,
+    cluster: str,
+    flavor: str,
+    want: int,
+    least: int,
+    g: int,
+    topology: Topology | None,
+    free: Mapping[int, int],
+    first_fit: bool = False,
+) -> Workers | None:
+    nodes = cap.nodes.get(flavor, {}).get(cluster)
+    if not nodes:
+        return None
+    if topology is None and not first_fit and want == least and free is cap.free.get(flavor):
+        # fast path on the live free map: one node that holds the whole gang, if any
+        single = cap.best_single_node(flavor, cluster, want * g)
+        if single is not None:
+            return {single: want}
+        if want == 1:
+            return None
+    if topology is None or topology.level not in cap.domain:
+        return _pack(nodes, want, least, g, free, cap.capacity, flavor, first_fit)
+    domain_of = cap.domain[topology.level]
+    groups: dict[tuple[str, ...] | tuple[str, int], list[int]] = {}
+    for i in nodes:
+        d = domain_of[i]
+        if d is None:
+            if topology.required:
+                continue
+            groups[("", i)] = [i]
+        else:
+            groups.setdefault(d, []).append(i)
+    # one domain: the largest size that fits anywhere, then the tightest domain
+    sized: list[tuple[int, int, int, tuple[str, ...] | tuple[str, int]]] = []
+    for key, members in groups.items():
+        s = sum(free.get(i, 0) // g for i in members)
+        if s >= least:
+            used_domain = any(free.get(i, 0) < cap.capacity[i].get(flavor, 0) for i in members)
+            sized.append((s, sum(free.get(i, 0) for i in members), 0 if used_domain else 1, key))
+    if sized:
+        size = min(want, max(t[0] for t in sized))
+        best: tuple[int, int, str] | None = None
+        best_key = None
+        for s, f, empty, key in sized:
+            if s >= size:
+                k = (f - size * g, empty, repr(key))
+                if best is None or k < best:
+                    best, best_key = k, key
+        if best_key is not None and (size == want or topology.required):
+            return _pack(groups[best_key], size, size, g, free, cap.capacity, flavor, first_fit)
+    if topology.required:
+        return None
+    # preferred: as few domains as possible, fullest first
+    order = sorted(groups.items(), key=lambda kv: -sum(free.get(i, 0) // g for i in kv[1]))
+    total = sum(sum(free.get(i, 0) // g for i in m) for _, m in order)
+    if total < least:
+        return None
+    remaining = min(want, total)
+    out: Workers = {}
+    for _key, members in order:
+        s = sum(free.get(i, 0) // g for i in members)
+        if s == 0:
+            continue
+        take = min(s, remaining)
+        part = _pack(members, take, take, g, free, cap.capacity, flavor, first_fit)
+        if part:
+            out.update(part)
+            remaining -= take
+        if remaining == 0:
+            break
+    return out
+
+
+def place(
+    cap: Capacity,
+    flavor: str,
+    want: int,
+    least: int,
+    g: int,
+    topology: Topology | None,
+    free: Mapping[int, int] | None = None,
+    first_fit: bool = False,
+    clusters: Sequence[str] | None = None,
+) -> Placement | None:
+    """Best placement over all clusters: most workers, least fragmentation, price, name."""
+    free_map = cap.free_of(flavor) if free is None else free
+    best: Placement | None = None
+    best_key: tuple[int, int, float, str] | None = None
+    for cluster in clusters if clusters is not None else sorted(cap.nodes.get(flavor, {})):
+        workers = place_in_cluster(
+            cap, cluster, flavor, want, least, g, topology, free_map, first_fit
+        )
+        if not workers:
+            continue
+        count = sum(workers.values())
+        left = _leftover(workers, g, free_map)
+        key = (-count, left, cap.price.get((cluster, flavor), 0.0), cluster)
+        if best_key is None or key < best_key:
+            best_key = key
+            best = Placement(cluster, workers, left)
+        if first_fit:
+            break
+    return best

@@ -1,0 +1,420 @@
+"""Preemption (docs/SCHEDULING.md section 4, rules 1-7): who may stop whom, and the minimal set.
+
+``plan_preemption`` works on trial copies: it removes candidates from the cycle's quota state
+(and undoes every change before returning) and adds their GPUs to a private free-capacity map.
+It returns a plan only when the preemptor then fits both quota and placement.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpusched.engine.context import CycleContext, RunningJob
+from gpusched.engine.model import PendingJob
+from gpusched.engine.placement import Placement, Workers, place
+
+MAX_CANDIDATES = 256
+
+
+@dataclass(slots=True)
+class Victim:
+    job: RunningJob
+    removed: Workers  # workers taken away (all of them when stopped)
+    reason: str
+    order: int  # position in the candidate order
+
+    @property
+    def stops(self) -> bool:
+        return sum(self.removed.values()) >= self.job.count
+
+
+@dataclass(slots=True)
+class PreemptionPlan:
+    placement: Placement
+    victims: list[Victim]
+    free: dict[int, int]  # the flavor's free units once victims are out and the preemptor is in
+    # a preemptor that runs past the reservation's start: what the reservation leaves spare after
+    reserved_spare: dict[int, int] | None = None
+    quota_room: int = 0
+
+
+def _shrink_workers(job: RunningJob, count: int) -> Workers:
+    """Workers to remove when shrinking by ``count``: emptiest nodes of the job first."""
+    out: Workers = {}
+    for i, w in sorted(job.workers.items(), key=lambda kv: (kv[1], -kv[0])):
+        if count <= 0:
+            break
+        take = min(w, count)
+        out[i] = take
+        count -= take
+    return out
+
+
+class _Search:
+    def __init__(self, ctx: CycleContext, job: PendingJob, flavor: str) -> None:
+        self.ctx = ctx
+        self.job = job
+        self.flavor = flavor
+        self.cls = ctx.cls(job.service_class)
+        self.least = job.min_workers or job.workers
+        self.need = self.least * job.gpus_per_worker
+        self.base_free = ctx.cap.free_of(flavor)
+        self.free = dict(self.base_free)
+        self.free_total = sum(self.free.values())
+        self.victims: list[Victim] = []
+        self.used_before = ctx.quota.used(job.queue, flavor)
+        # a preemptor that would still run when the reservation starts must leave it its GPUs
+        # and quota then; victims that would still run then give theirs back to it (``late``)
+        res = ctx.reservation
+        long_job = res is not None and res.flavor == flavor and ctx.est_end_of(job) > res.start
+        self.res = res if long_job else None
+        self.late: dict[int, int] = {}
+        self.late_quota = 0
+
+    # -- applying and undoing a victim on the trial state --------------------------------------
+    def apply(self, v: Victim, sign: int = 1) -> None:
+        """Take ``v``'s removed workers out of the trial state (``sign=-1``: put them back)."""
+        units = 0
+        res = self.res
+        late = res is not None and v.job.est_end > res.start
+        for i, w in v.removed.items():
+            u = w * v.job.g * sign
+            units += u
+            if i in self.free:
+                self.free[i] += u
+                self.free_total += u
+            if late and res is not None and i in res.spare:
+                self.late[i] = self.late.get(i, 0) + u
+        if late and res is not None and v.job.queue == res.queue:
+            self.late_quota += units
+        self.ctx.quota.add(v.job.queue, self.flavor, -units)
+
+    def undo(self, v: Victim) -> None:
+        self.apply(v, -1)
+
+    def reserved_view(self) -> tuple[dict[int, int], int]:
+        """What the reservation leaves a long preemptor: GPUs per reserved node, and quota."""
+        res = self.res
+        assert res is not None
+        spare = {i: s + self.late.get(i, 0) for i, s in res.spare.items()}
+        return spare, res.quota_room + self.late_quota
+
+    # -- rules ---------------------------------------------------------------------------------
+    def reason_for(self, c: RunningJob, removed_units: int) -> str | None:
+        """The rule that allows stopping ``c`` now, or None (rules 2-4)."""
+        quota = self.ctx.quota
+        if c.queue == self.job.queue:
+            return "priority"  # statically filtered: strictly lower priority, same queue
+        if not quota.borrowing(c.queue, self.flavor):
+            return None
+        if quota.within_nominal(self.job.queue, self.flavor, self.need):
+            return "reclaim"
+        if not self.cls.can_borrow:
+            return None
+        mine = quota.share(self.job.queue, self.flavor, self.need)
+        theirs_after = quota.share(c.queue, self.flavor, -removed_units)
+        theirs_before = quota.share(c.queue)
+        if mine <= theirs_after or mine < theirs_before:
+            return "fair-share"
+        return None
+
+    def fits(self) -> Placement | None:
+        if self.free_total < self.need:
+            return None
+        quota = self.ctx.quota
+        if quota.blocked_reason(self.job.queue, self.flavor, self.need, self.cls.can_borrow):
+            return None
+        if self.job.queue in self.ctx.nominal_only and not quota.within_nominal(
+            self.job.queue, self.flavor, self.need
+        ):
+            return None
+        free = self.free
+        if self.res is not None:
+            spare, quota_room = self.reserved_view()
+            if self.job.queue == self.res.queue and self.need > quota_room:
+                return None
+            free = dict(free)
+            for i, s in spare.items():
+                if i in free:
+                    free[i] = max(0, min(free[i], s))
+        return place(
+            self.ctx.cap,
+            self.flavor,
+            self.least,
+            self.least,
+            self.job.gpus_per_worker,
+            self.job.topology,
+            free,
+            first_fit=self.ctx.policy.first_fit,
+        )
+
+    def still_allowed(self, victims: list[Victim]) -> bool:
+        """Undo everything, then re-apply ``victims`` in order checking each is allowed."""
+        for v in reversed(self.victims):
+            self.undo(v)
+        ok = True
+        applied: list[Victim] = []
+        for v in victims:
+            units = sum(v.removed.values()) * v.job.g
+            reason = self.reason_for(v.job, units)
+            if reason is None:
+                ok = False
+                break
+            v.reason = reason
+            self.apply(v)
+            applied.append(v)
+        for v in reversed(applied):
+            self.undo(v)
+        for v in self.victims:
+            self.apply(v)
+        return ok
+
+    def undo_all(self) -> None:
+        for v in reversed(self.victims):
+            self.undo(v)
+        self.victims = []
+
+
+def candidates(ctx: CycleContext, job: PendingJob, flavor: str) -> list[RunningJob]:
+    """Rule 1 filter and rule 5 order: other queues from the highest share, then own queue.
+
+    Other queues' jobs are candidates only while their queue borrows (rules 2 and 3 need it),
+    and only for a preemptor that may reclaim or borrow.
+    """
+    cls = ctx.cls(job.service_class)
+    quota = ctx.quota
+    cohort = quota.cohort.get(job.queue)
+    least = (job.min_workers or job.workers) * job.gpus_per_worker
+    others = cohort is not None and (
+        cls.can_borrow or quota.within_nominal(job.queue, flavor, least)
+    )
+    pool = ctx.victim_pools.get(flavor, {})  # started jobs of preemptible classes
+    now = ctx.now
+    prio = cls.priority
+    # rule 1: not stopped or shrunk whole by this cycle, past its class's min_runtime
+    out = [
+        r
+        for r in pool.get(job.queue, {}).values()
+        if r.cls.priority < prio
+        and r.workers
+        and r.preemptible_now
+        and now - (r.started_at or 0.0) >= r.cls.min_runtime
+    ]
+    if others and cohort is not None:
+        for q in quota.members.get(cohort, ()):
+            if q != job.queue and q in pool and quota.borrowing(q, flavor):
+                out.extend(
+                    r
+                    for r in pool[q].values()
+                    if r.workers
+                    and r.preemptible_now
+                    and now - (r.started_at or 0.0) >= r.cls.min_runtime
+                )
+    if not out:
+        return out
+    shares = {q: quota.share(q) for q in {r.queue for r in out}}
+
+    def key(r: RunningJob) -> tuple[int, float, int, float, str]:
+        own = 1 if r.queue == job.queue else 0
+        return (own, -shares[r.queue], r.cls.priority, -(r.started_at or 0.0), r.name)
+
+    out.sort(key=key)
+    return out[:MAX_CANDIDATES]
+
+
+def plan_preemption(
+    ctx: CycleContext, job: PendingJob, flavor: str, cands: list[RunningJob]
+) -> PreemptionPlan | None:
+    """The minimal set of victims among ``cands`` that lets ``job`` start on ``flavor``."""
+    if not cands:
+        return None
+    s = _Search(ctx, job, flavor)
+    # cheap bound: even stopping every candidate cannot make room
+    if s.free_total + sum(c.count * c.g for c in cands) < s.need:
+        return None
+    if _quota_blocked_without_all(s, cands):
+        return None
+    reclaiming = ctx.quota.within_nominal(job.queue, flavor, s.need)
+    placement = _add_victims(s, cands)
+    if placement is None and reclaiming and len(cands) > 1:
+        # rule 5's order can spend a borrowing queue's excess on a victim that does not help
+        # (a small job stopped first leaves the queue at nominal, and the large one that would
+        # have made room is then protected): a within-nominal job tries the largest first
+        s.undo_all()
+        placement = _add_victims(s, sorted(cands, key=_size_first))
+    if placement is None:
+        s.undo_all()
+        return None
+    # minimal set: drop, newest choice first, every victim not needed
+    for pos in range(len(s.victims) - 1, -1, -1):
+        v = s.victims[pos]
+        s.undo(v)
+        del s.victims[pos]
+        if s.fits() is not None and s.still_allowed(s.victims):
+            continue
+        s.apply(v)
+        s.victims.insert(pos, v)
+    placement = s.fits()
+    assert placement is not None
+    _give_back(s, placement)
+    victims = [v for v in s.victims if any(v.removed.values())]
+    if not victims:  # it fits without stopping anything: not a preemption
+        s.undo_all()
+        return None
+    if _swap_takes_waited_pool(s, victims):
+        s.undo_all()
+        return None
+    plan = PreemptionPlan(placement, victims, dict(s.free))
+    if s.res is not None:
+        spare, quota_room = s.reserved_view()
+        for i, w in placement.workers.items():
+            if i in spare:
+                spare[i] -= w * job.gpus_per_worker
+        plan.reserved_spare = spare
+        plan.quota_room = quota_room - (s.need if job.queue == s.res.queue else 0)
+    s.undo_all()
+    return plan
+
+
+def _size_first(c: RunningJob) -> int:
+    return -c.count * c.g
+
+
+def _add_victims(s: _Search, cands: list[RunningJob]) -> Placement | None:
+    """Rule 5's passes: add every candidate the rules allow, in order, until the preemptor
+    fits; rule 6: shrink first, and stop shrunk victims whole when shrinking is not enough."""
+    chosen: set[str] = set()
+    placement: Placement | None = None
+    added = True
+    while added and placement is None:
+        added = False
+        for order, c in enumerate(cands):
+            if c.name in chosen:
+                continue
+            floor = c.min_workers
+            if floor is not None and c.count > floor:
+                removed = _shrink_workers(c, c.count - floor)  # rule 6: shrink first
+            else:
+                removed = dict(c.workers)
+            reason = s.reason_for(c, sum(removed.values()) * c.g)
+            if reason is None:
+                continue
+            v = Victim(c, removed, reason, order)
+            s.apply(v)
+            s.victims.append(v)
+            chosen.add(c.name)
+            added = True
+            placement = s.fits()
+            if placement is not None:
+                return placement
+    for v in list(s.victims):  # rule 6: shrinking was not enough -> stop shrunk victims whole
+        if v.stops:
+            continue
+        s.undo(v)
+        v.removed = dict(v.job.workers)
+        s.apply(v)
+        placement = s.fits()
+        if placement is not None:
+            return placement
+    return None
+
+
+def _quota_blocked_without_all(s: _Search, cands: list[RunningJob]) -> bool:
+    """Cheap bound: the preemptor's quota stays blocked even with every candidate removed.
+
+    Whether a job fits its quota only improves as usage in its queue and its cohort's pool
+    goes down, so no subset of the candidates can help then.
+    """
+    quota = s.ctx.quota
+    by_queue: dict[str, int] = {}
+    for c in cands:
+        by_queue[c.queue] = by_queue.get(c.queue, 0) + c.count * c.g
+    for q, units in by_queue.items():
+        quota.add(q, s.flavor, -units)
+    blocked = quota.blocked_reason(s.job.queue, s.flavor, s.need, s.cls.can_borrow) is not None
+    for q, units in by_queue.items():
+        quota.add(q, s.flavor, units)
+    return blocked
+
+
+def _swap_takes_waited_pool(s: _Search, victims: list[Victim]) -> bool:
+    """Rule 4's limit for a borrowing preemptor: stopping only jobs of its own queue, it may not
+    borrow more of the cohort pool than its queue did while another queue of the cohort has a job
+    waiting for the flavor.
+
+    Otherwise a fair-share decision is undone without a share test: queue A stops B's big job
+    for a small one, A's bigger job then swaps the small one out by priority (taking the freed
+    GPUs from the pool), B's job stops it again under fair sharing, and so on for ever.
+    """
+    job = s.job
+    if any(v.job.queue != job.queue for v in victims):
+        return False  # rule 3 weighed the other queues' victims against the preemptor's share
+    quota = s.ctx.quota
+    cohort = quota.cohort.get(job.queue)
+    if cohort is None:
+        return False
+    nominal = quota.nominal(job.queue, s.flavor)
+    freed = sum(sum(v.removed.values()) * v.job.g for v in victims)
+    after = s.used_before - freed + s.need
+    if max(0, after - nominal) <= max(0, s.used_before - nominal):
+        return False
+    return _another_queue_waits(s.ctx, cohort, s.flavor, job.queue)
+
+
+def _another_queue_waits(ctx: CycleContext, cohort: str, flavor: str, queue: str) -> bool:
+    """Whether a job of another queue of ``cohort`` that could ever run in ``flavor`` waits."""
+    if ctx.waiting_by_pool is None:
+        quota = ctx.quota
+        waiting: dict[tuple[str, str], dict[str, list[str]]] = {}
+        for p in ctx.snapshot.pending:
+            c = quota.cohort.get(p.queue)
+            if c is None:
+                continue
+            units = (p.min_workers or p.workers) * p.gpus_per_worker
+            can_borrow = ctx.cls(p.service_class).can_borrow
+            for f in p.flavors:
+                if not quota.never_fits(p.queue, f, units, can_borrow):
+                    waiting.setdefault((c, f), {}).setdefault(p.queue, []).append(p.name)
+        ctx.waiting_by_pool = waiting
+    admitted = {r.name for r in ctx.running[ctx.base_running :]}  # admitted by this cycle
+    return any(
+        name not in admitted
+        for q, names in ctx.waiting_by_pool.get((cohort, flavor), {}).items()
+        if q != queue
+        for name in names
+    )
+
+
+def _give_back(s: _Search, placement: Placement) -> None:
+    """Rule 6: a shrunk victim keeps every worker the preemptor does not need."""
+    quota = s.ctx.quota
+    after = dict(s.free)
+    for i, w in placement.workers.items():
+        after[i] = after.get(i, 0) - w * s.job.gpus_per_worker
+    quota.add(s.job.queue, s.flavor, s.need)
+    for v in s.victims:
+        if v.stops:
+            continue
+        g = v.job.g
+        for i in sorted(v.removed):
+            room = quota.headroom(v.job.queue, s.flavor) // g
+            if v.job.queue == s.job.queue and not s.cls.can_borrow:
+                # the preemptor may not borrow: its queue must stay within nominal
+                left = quota.nominal(s.job.queue, s.flavor) - quota.used(s.job.queue, s.flavor)
+                room = min(room, left // g)
+            back = min(v.removed[i], after.get(i, 0) // g, max(0, room))
+            if back <= 0:
+                continue
+            v.removed[i] -= back
+            after[i] -= back * g
+            if i in s.free:
+                s.free[i] -= back * g
+                s.free_total -= back * g
+            if s.res is not None and v.job.est_end > s.res.start:
+                if i in s.res.spare:
+                    s.late[i] -= back * g
+                if v.job.queue == s.res.queue:
+                    s.late_quota -= back * g
+            quota.add(v.job.queue, s.flavor, back * g)
+        v.removed = {i: w for i, w in v.removed.items() if w > 0}
+    quota.add(s.job.queue, s.flavor, -s.need)

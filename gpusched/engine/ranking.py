@@ -1,0 +1,194 @@
+"""Ranking the pending jobs (docs/SCHEDULING.md section 4): the order a cycle considers them in.
+
+Within nominal first, then service-class priority (highest first), fair-share score (lowest
+first), submission time, name.
+
+A job that waits is ranked again every cycle, so the ranker keeps what does not change between
+cycles: each job's facts (its shapes and tie-breakers) and, per rank shape (queue, class,
+flavors, least units), its waiting jobs in submission order (the last tie-breakers). Each cycle
+it only brings those lists up to date with the jobs that came and went, orders the shapes by
+group (a queue and class's borrowing state, priority and fair-share score), and joins their
+lists; shapes of one group are merged by submission order. Facts are kept by job object and keep
+their job alive, so an ``id`` is never reused while its facts exist; a snapshot of fresh objects
+only costs building their facts.
+"""
+
+from __future__ import annotations
+
+from itertools import chain, compress
+from operator import attrgetter
+from typing import TYPE_CHECKING
+
+from gpusched.engine import fairshare
+from gpusched.engine.model import PendingJob, Topology
+
+if TYPE_CHECKING:
+    from gpusched.engine.context import CycleContext
+
+# a rank shape's queue, units, minus its class's priority, its (queue, flavors) id where the
+# queue is in a cohort (None: it never borrows), whether its quota can never hold it
+_ShapeStatics = tuple[str, int, int, int | None, bool]
+# (queue, class, flavors, gpus per worker, least workers, workers), topology
+WalkShape = tuple[tuple[str, str, tuple[str, ...], int, int, int], Topology | None]
+
+
+class JobFacts:
+    """What the cycle needs of a pending job that stays the same while it waits."""
+
+    __slots__ = ("estimate", "job", "rank_shape", "tail", "walk")
+
+    def __init__(self, job: PendingJob, rank_shape: int, walk_shape: int) -> None:
+        self.job = job
+        self.rank_shape = rank_shape  # interned (queue, class, flavors, least units)
+        self.tail = (job.submitted_at, job.name)
+        self.estimate = job.estimated_runtime
+        # the admission memo's key (an interned WalkShape): for a job that ends before the
+        # reservation starts, and for one that does not
+        self.walk = (2 * walk_shape, 2 * walk_shape + 1)
+
+
+_tail = attrgetter("tail")
+
+
+class Ranker:
+    """Ranks a snapshot's pending jobs; kept from one cycle to the next (see the module doc)."""
+
+    def __init__(self) -> None:
+        self.facts: dict[int, JobFacts] = {}  # by id of the job: pending and lately seen jobs
+        self.present: dict[int, JobFacts] = {}  # the last snapshot's pending jobs, by id
+        self.ids: set[int] = set()  # the same ids as a set, for C set differences
+        self.by_shape: dict[int, list[JobFacts]] = {}  # rank shape -> present jobs in order
+        self.shape_ids: dict[tuple[str, str, tuple[str, ...], int], int] = {}
+        self.shapes: list[tuple[str, str, tuple[str, ...], int]] = []
+        self.walk_ids: dict[WalkShape, int] = {}
+        self.statics: dict[int, _ShapeStatics] = {}  # rank shape -> see _statics_of
+        self.room_ids: dict[tuple[str, tuple[str, ...]], int] = {}  # (queue, flavors) -> id
+        self.rooms: list[tuple[str, tuple[str, ...]]] = []
+        self.statics_basis: tuple[object, ...] = ()
+
+    def _new_facts(self, job: PendingJob) -> JobFacts:
+        least = job.min_workers or job.workers
+        shape = (job.queue, job.service_class, job.flavors, least * job.gpus_per_worker)
+        sid = self.shape_ids.get(shape)
+        if sid is None:
+            sid = self.shape_ids[shape] = len(self.shapes)
+            self.shapes.append(shape)
+        walk: WalkShape = (
+            (job.queue, job.service_class, job.flavors, job.gpus_per_worker, least, job.workers),
+            job.topology,
+        )
+        wid = self.walk_ids.setdefault(walk, len(self.walk_ids))
+        return JobFacts(job, sid, wid)
+
+    def _statics_of(self, ctx: CycleContext) -> dict[int, _ShapeStatics]:
+        """Rank shape -> what ranking needs of it that depends only on the quotas and service
+        classes, so it is kept while they stay the same."""
+        basis = (ctx.quota.static, ctx.snapshot.service_classes)
+        if basis != self.statics_basis:
+            self.statics_basis = basis
+            self.statics = {}
+        return self.statics
+
+    def _shape_statics(self, ctx: CycleContext, sid: int) -> _ShapeStatics:
+        queue, cls_name, flavors, units = self.shapes[sid]
+        quota = ctx.quota
+        cls = ctx.cls(cls_name)
+        # a job its quota can never hold in any of its flavors (QuotaState.never_fits)
+        hopeless = all(quota.never_fits(queue, fl, units, cls.can_borrow) for fl in flavors)
+        room_id = None
+        if quota.cohort.get(queue) is not None:
+            room_id = self.room_ids.get((queue, flavors))
+            if room_id is None:
+                room_id = self.room_ids[(queue, flavors)] = len(self.rooms)
+                self.rooms.append((queue, flavors))
+        return (queue, units, -cls.priority, room_id, hopeless)
+
+    def _update(self, pending: tuple[PendingJob, ...]) -> None:
+        """Bring the per-shape lists from the last snapshot's pending jobs to these."""
+        ids = set(map(id, pending))
+        gone = self.ids - ids
+        if len(gone) > len(self.ids) // 2:  # mostly fresh job objects (a live cycle): anew
+            self.present, self.by_shape, self.ids = {}, {}, set()
+            gone = set()
+        present = self.present
+        by_shape = self.by_shape
+        for key in gone:
+            f = present.pop(key)
+            jobs = by_shape[f.rank_shape]
+            jobs.remove(f)
+            if not jobs:
+                del by_shape[f.rank_shape]
+        came = ids - self.ids
+        self.ids = ids
+        if not came:
+            return
+        facts = self.facts
+        unsorted: set[int] = set()  # shapes whose list needs sorting again
+        for job in compress(pending, map(came.__contains__, map(id, pending))):
+            known = facts.get(id(job))
+            if known is None:
+                known = facts[id(job)] = self._new_facts(job)
+            present[id(job)] = known
+            jobs = by_shape.setdefault(known.rank_shape, [])
+            if jobs and known.tail < jobs[-1].tail:
+                unsorted.add(known.rank_shape)
+            jobs.append(known)  # mostly new submissions, which go last
+        for sid in unsorted:
+            by_shape[sid].sort(key=_tail)
+        if len(facts) > 2 * len(present) + 256:  # forget jobs long gone
+            self.facts = dict(present)
+
+    def rank(
+        self, ctx: CycleContext, pending: tuple[PendingJob, ...], drop_hopeless: bool = False
+    ) -> list[JobFacts]:
+        """The pending jobs' facts in rank order. ``drop_hopeless``: leave out the jobs whose
+        quota can never hold them in any of their flavors (``QuotaState.never_fits``)."""
+        self._update(pending)
+        by_shape = self.by_shape
+        if ctx.policy.fifo_order:
+            return sorted(chain.from_iterable(by_shape.values()), key=_tail)
+        snap = ctx.snapshot
+        quota = ctx.quota
+        geq = {f.name: f.gpu_equivalent for f in snap.flavors}
+        usage: dict[str, float] = {}
+        for (q, fl), units in quota.usage.items():
+            usage[q] = usage.get(q, 0.0) + units * geq.get(fl, 1.0)
+        scores = {
+            q.name: fairshare.score(
+                q.decayed_usage, usage.get(q.name, 0.0), q.weight, snap.half_life
+            )
+            for q in snap.queues
+        }
+        statics = self._statics_of(ctx)
+        used = quota.usage
+        # (queue, flavors) id -> most units a job may add and stay within nominal in one of them
+        nominal_room: dict[int, int] = {}
+        groups: dict[tuple[int, int, float], list[int]] = {}
+        for sid in by_shape:
+            known = statics.get(sid)
+            if known is None:
+                known = statics[sid] = self._shape_statics(ctx, sid)
+            queue, units, neg_prio, room_id, never = known
+            if never and drop_hopeless:
+                continue
+            # a queue without cohort never borrows: its jobs only wait for its own nominal
+            borrowing = 0
+            if room_id is not None:
+                room = nominal_room.get(room_id)
+                if room is None:
+                    flavors = self.rooms[room_id][1]
+                    room = nominal_room[room_id] = max(
+                        quota.limits(queue, fl).nominal - used.get((queue, fl), 0) for fl in flavors
+                    )
+                borrowing = 1 if units > room else 0
+            groups.setdefault((borrowing, neg_prio, scores.get(queue, 0.0)), []).append(sid)
+        ranked: list[JobFacts] = []
+        for value in sorted(groups):
+            sids = groups[value]
+            if len(sids) == 1:
+                ranked.extend(by_shape[sids[0]])
+            else:  # within a group the jobs go in submission order (then name)
+                ranked.extend(
+                    sorted(chain.from_iterable(map(by_shape.__getitem__, sids)), key=_tail)
+                )
+        return ranked

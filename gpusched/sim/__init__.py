@@ -1,0 +1,2 @@
+"""The simulator (``simulate``), the scenario format (``scenario``) with its report
+(``report``), and the trace importers (``traces``); docs/SCENARIOS.md."""
