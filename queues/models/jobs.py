@@ -329,11 +329,34 @@ class JobFlavor(models.Model):
 
 
 class JobEvent(models.Model):
-    """Something that happened to a job, for its history (submitted, admitted, preempted...)."""
+    """Something that happened to a job, for its history (submitted, admitted, preempted...).
+
+    ``queues.services.events`` builds each kind's message and data, for the live services and
+    the demo's replayed history alike.
+    """
+
+    class Kind(models.TextChoices):
+        SUBMITTED = "submitted", "Submitted"
+        PENDING = "pending", "Pending"  # why it waits, when the reason changes
+        ADMITTED = "admitted", "Admitted"
+        STARTED = "started", "Started"
+        SCALED = "scaled", "Scaled"  # an elastic job grew or shrank
+        PREEMPTED = "preempted", "Preempted"  # stopping, its grace period running
+        REQUEUED = "requeued", "Requeued"  # back in the queue (after a stop or a worker failure)
+        SUCCEEDED = "succeeded", "Succeeded"
+        FAILED = "failed", "Failed"
+        CANCELLED = "cancelled", "Cancelled"
+
+    # after these a run has ended: its workers stop (the usage ledger closes the run here)
+    RUN_ENDS = frozenset(
+        {Kind.PREEMPTED, Kind.REQUEUED, Kind.FAILED, Kind.SUCCEEDED, Kind.CANCELLED}
+    )
+    # the preemptions the dashboards count: an engine stop, or a requeue after one
+    PREEMPTIONS = frozenset({Kind.PREEMPTED, Kind.REQUEUED})
 
     job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="events")
     at = models.DateTimeField(default=timezone.now)
-    kind = models.CharField(max_length=40)
+    kind = models.CharField(max_length=40, choices=Kind.choices)
     message = models.TextField(blank=True)
     data = models.JSONField(default=dict, blank=True)
 
