@@ -28,10 +28,6 @@ def started(report: dict[str, Any], job: str) -> float | None:
     return admits[0]["t"] if admits else None
 
 
-def job_row(report: dict[str, Any], name: str) -> dict[str, Any]:
-    return next(j for j in report["jobs"] if j["name"] == name)
-
-
 def running_at_end(report: dict[str, Any]) -> set[str]:
     return {j["name"] for j in report["jobs"] if j["state"] == "running"}
 
