@@ -118,16 +118,7 @@ class FlavorAdmin(PlatformModelAdmin):
 
 @admin.register(ServiceClass)
 class ServiceClassAdmin(PlatformModelAdmin):
-    list_display = [
-        "name",
-        "priority",
-        "preemptible",
-        "can_borrow",
-        "min_runtime",
-        "grace_period",
-        "max_runtime",
-        "price_multiplier",
-    ]
+    list_display = list(ServiceClass.AUDITED_FIELDS)
     list_filter = ["preemptible", "can_borrow"]
     search_fields = ["name"]
 
@@ -145,7 +136,7 @@ class QueueAdmin(PlatformModelAdmin):
 
 @admin.register(Quota)
 class QuotaAdmin(PlatformModelAdmin):
-    list_display = ["queue", "flavor", "nominal", "borrowing_limit", "lending_limit"]
+    list_display = ["queue", *Quota.AUDITED_FIELDS]
     list_filter = ["flavor", "queue__team"]
     search_fields = ["queue__name", "queue__team__name", "flavor__name"]
 

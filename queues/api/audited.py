@@ -12,8 +12,6 @@ import audit
 from queues.models import Queue, Quota
 from queues.views.manage.audit_values import audited_values
 
-QUOTA_FIELDS = ("flavor", "nominal", "borrowing_limit", "lending_limit")
-
 
 class AuditedWritesMixin:
     """Records who changed which field from what to what on create, update and delete."""
@@ -59,7 +57,7 @@ class AuditedQueueWritesMixin(AuditedWritesMixin):
     def related_before(self, instance: Model) -> dict[int, Any]:
         assert isinstance(instance, Queue)
         quotas = instance.quotas.select_related("flavor", "queue__team")
-        return {q.pk: (q, audited_values(q, QUOTA_FIELDS)) for q in quotas}
+        return {q.pk: (q, audited_values(q, Quota.AUDITED_FIELDS)) for q in quotas}
 
     def record_related(self, instance: Model, before: dict[int, Any]) -> None:
         user = self.request.user
@@ -72,7 +70,7 @@ class AuditedQueueWritesMixin(AuditedWritesMixin):
                 audit.record_changes(user, old, values, {}, label=_quota_label(old))
         for pk, quota in current.items():
             old_values = before[pk][1] if pk in before else {}
-            after = audited_values(quota, QUOTA_FIELDS)
+            after = audited_values(quota, Quota.AUDITED_FIELDS)
             audit.record_changes(user, quota, old_values, after, label=_quota_label(quota))
 
 

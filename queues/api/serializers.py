@@ -67,7 +67,7 @@ class ModelCleanMixin:
 class TeamSerializer(StrictModelSerializer[Team]):
     class Meta:
         model = Team
-        fields = ["id", "name", "description", "created_at"]
+        fields = ["id", *Team.AUDITED_FIELDS, "created_at"]
         read_only_fields = ["created_at"]
 
 
@@ -101,7 +101,7 @@ class MembershipSerializer(StrictModelSerializer[Membership]):
 class CohortSerializer(StrictModelSerializer[Cohort]):
     class Meta:
         model = Cohort
-        fields = ["id", "name", "description"]
+        fields = ["id", *Cohort.AUDITED_FIELDS]
 
 
 class QuotaSerializer(ModelCleanMixin, StrictModelSerializer[Quota]):
@@ -120,7 +120,7 @@ class QuotaSerializer(ModelCleanMixin, StrictModelSerializer[Quota]):
 
     class Meta:
         model = Quota
-        fields = ["flavor", "nominal", "borrowing_limit", "lending_limit"]
+        fields = list(Quota.AUDITED_FIELDS)
         validators: list[Any] = []  # (queue, flavor) uniqueness: checked by QueueSerializer
 
 
@@ -145,17 +145,7 @@ class QueueSerializer(ModelCleanMixin, StrictModelSerializer[Queue]):
 
     class Meta:
         model = Queue
-        fields = [
-            "id",
-            "team",
-            "name",
-            "cohort",
-            "weight",
-            "allowed_service_classes",
-            "is_open",
-            "decayed_usage",
-            "quotas",
-        ]
+        fields = ["id", *Queue.AUDITED_FIELDS, "decayed_usage", "quotas"]
         read_only_fields = ["decayed_usage"]
 
     def validate_quotas(self, quotas: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -206,15 +196,7 @@ class FlavorSerializer(ModelCleanMixin, StrictModelSerializer[Flavor]):
 
     class Meta:
         model = Flavor
-        fields = [
-            "id",
-            "name",
-            "resource",
-            "gpu_model",
-            "mig_profile",
-            "gpu_equivalent",
-            "node_selector",
-        ]
+        fields = ["id", *Flavor.AUDITED_FIELDS]
 
 
 class ServiceClassSerializer(ModelCleanMixin, StrictModelSerializer[ServiceClass]):
@@ -232,17 +214,7 @@ class ServiceClassSerializer(ModelCleanMixin, StrictModelSerializer[ServiceClass
 
     class Meta:
         model = ServiceClass
-        fields = [
-            "id",
-            "name",
-            "priority",
-            "preemptible",
-            "can_borrow",
-            "min_runtime",
-            "grace_period",
-            "max_runtime",
-            "price_multiplier",
-        ]
+        fields = ["id", *ServiceClass.AUDITED_FIELDS]
 
 
 class ClusterSerializer(ModelCleanMixin, StrictModelSerializer[Cluster]):

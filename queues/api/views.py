@@ -64,7 +64,7 @@ from queues.services.queue_status import DEFAULT_PENDING_LIMIT, queue_status
 class TeamViewSet(AuditedWritesMixin, viewsets.ModelViewSet[Team]):
     """Teams: members see their own, platform admins and finance all; platform admins write."""
 
-    audit_fields = ("name", "description")
+    audit_fields = Team.AUDITED_FIELDS
     serializer_class = TeamSerializer
     permission_classes = [ReadAnyWritePlatformAdmin]
     filterset_fields = ["name"]
@@ -99,7 +99,7 @@ class MembershipViewSet(AuditedWritesMixin, viewsets.ModelViewSet[Membership]):
 class CohortViewSet(AuditedWritesMixin, viewsets.ModelViewSet[Cohort]):
     """Cohorts: queues of one cohort lend each other unused quota."""
 
-    audit_fields = ("name", "description")
+    audit_fields = Cohort.AUDITED_FIELDS
     queryset = Cohort.objects.order_by("name")
     serializer_class = CohortSerializer
     permission_classes = [ReadAnyWritePlatformAdmin]
@@ -110,7 +110,7 @@ class CohortViewSet(AuditedWritesMixin, viewsets.ModelViewSet[Cohort]):
 class QueueViewSet(AuditedQueueWritesMixin, viewsets.ModelViewSet[Queue]):
     """Queues with their per-flavor quotas (nested); platform admins write."""
 
-    audit_fields = ("team", "name", "cohort", "weight", "allowed_service_classes", "is_open")
+    audit_fields = Queue.AUDITED_FIELDS
     serializer_class = QueueSerializer
     permission_classes = [ReadAnyWritePlatformAdmin]
     filterset_class = filtersets.QueueFilterSet
@@ -149,14 +149,7 @@ class QueueViewSet(AuditedQueueWritesMixin, viewsets.ModelViewSet[Queue]):
 class FlavorViewSet(AuditedWritesMixin, viewsets.ModelViewSet[Flavor]):
     """Flavors: whole GPUs of one model or one MIG profile."""
 
-    audit_fields = (
-        "name",
-        "resource",
-        "gpu_model",
-        "mig_profile",
-        "gpu_equivalent",
-        "node_selector",
-    )
+    audit_fields = Flavor.AUDITED_FIELDS
     queryset = Flavor.objects.order_by("name")
     serializer_class = FlavorSerializer
     permission_classes = [ReadAnyWritePlatformAdmin]
@@ -167,16 +160,7 @@ class FlavorViewSet(AuditedWritesMixin, viewsets.ModelViewSet[Flavor]):
 class ServiceClassViewSet(AuditedWritesMixin, viewsets.ModelViewSet[ServiceClass]):
     """Service classes: priority, preemption protection, borrowing, grace period."""
 
-    audit_fields = (
-        "name",
-        "priority",
-        "preemptible",
-        "can_borrow",
-        "min_runtime",
-        "grace_period",
-        "max_runtime",
-        "price_multiplier",
-    )
+    audit_fields = ServiceClass.AUDITED_FIELDS
     queryset = ServiceClass.objects.order_by("-priority", "name")
     serializer_class = ServiceClassSerializer
     permission_classes = [ReadAnyWritePlatformAdmin]

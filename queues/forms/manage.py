@@ -13,7 +13,7 @@ from queues.models import Cluster, Cohort, Flavor, Membership, Queue, Quota, Ser
 class TeamForm(forms.ModelForm):
     class Meta:
         model = Team
-        fields = ["name", "description"]
+        fields = list(Team.AUDITED_FIELDS)
 
 
 class MembershipForm(forms.ModelForm):
@@ -32,28 +32,19 @@ MembershipFormSet = forms.inlineformset_factory(
 class CohortForm(forms.ModelForm):
     class Meta:
         model = Cohort
-        fields = ["name", "description"]
+        fields = list(Cohort.AUDITED_FIELDS)
 
 
 class ServiceClassForm(forms.ModelForm):
     class Meta:
         model = ServiceClass
-        fields = [
-            "name",
-            "priority",
-            "preemptible",
-            "can_borrow",
-            "min_runtime",
-            "grace_period",
-            "max_runtime",
-            "price_multiplier",
-        ]
+        fields = list(ServiceClass.AUDITED_FIELDS)
 
 
 class FlavorForm(forms.ModelForm):
     class Meta:
         model = Flavor
-        fields = ["name", "resource", "gpu_model", "mig_profile", "gpu_equivalent", "node_selector"]
+        fields = list(Flavor.AUDITED_FIELDS)
 
 
 class ClusterForm(forms.ModelForm):
@@ -103,14 +94,14 @@ class ClusterForm(forms.ModelForm):
 class QueueForm(forms.ModelForm):
     class Meta:
         model = Queue
-        fields = ["team", "name", "cohort", "weight", "allowed_service_classes", "is_open"]
+        fields = list(Queue.AUDITED_FIELDS)
         widgets = {"allowed_service_classes": forms.CheckboxSelectMultiple}
 
 
 class QuotaForm(forms.ModelForm):
     class Meta:
         model = Quota
-        fields = ["flavor", "nominal", "borrowing_limit", "lending_limit"]
+        fields = list(Quota.AUDITED_FIELDS)
 
 
 class BaseQuotaFormSet(forms.BaseInlineFormSet):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -24,6 +24,9 @@ class TeamQuerySet(models.QuerySet["Team"]):
 
 
 class Team(models.Model):
+    # what people edit (the manage pages, the API) and the change history records
+    AUDITED_FIELDS: ClassVar[tuple[str, ...]] = ("name", "description")
+
     name = models.CharField(max_length=63, unique=True, validators=[dns_label])
     description = models.CharField(max_length=200, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -73,6 +76,9 @@ class Membership(models.Model):
 class Cohort(models.Model):
     """Queues of one cohort lend each other their unused quota (Kueue's meaning)."""
 
+    # what people edit (the manage pages, the API) and the change history records
+    AUDITED_FIELDS: ClassVar[tuple[str, ...]] = ("name", "description")
+
     name = models.CharField(max_length=63, unique=True, validators=[dns_label])
     description = models.CharField(max_length=200, blank=True)
 
@@ -92,6 +98,16 @@ class QueueQuerySet(models.QuerySet["Queue"]):
 
 
 class Queue(models.Model):
+    # what people edit (the manage pages, the API) and the change history records
+    AUDITED_FIELDS: ClassVar[tuple[str, ...]] = (
+        "team",
+        "name",
+        "cohort",
+        "weight",
+        "allowed_service_classes",
+        "is_open",
+    )
+
     team = models.ForeignKey(Team, on_delete=models.PROTECT, related_name="queues")
     name = models.CharField(max_length=63, validators=[dns_label])
     cohort = models.ForeignKey(
@@ -151,6 +167,15 @@ class Queue(models.Model):
 
 class Quota(models.Model):
     """A queue's quota in one flavor, with Kueue's meanings (docs/SCHEDULING.md section 2)."""
+
+    # what people edit (with its queue: the manage page, the API), the change history records
+    # and lists show
+    AUDITED_FIELDS: ClassVar[tuple[str, ...]] = (
+        "flavor",
+        "nominal",
+        "borrowing_limit",
+        "lending_limit",
+    )
 
     queue = models.ForeignKey(Queue, on_delete=models.CASCADE, related_name="quotas")
     flavor = models.ForeignKey("queues.Flavor", on_delete=models.PROTECT, related_name="quotas")

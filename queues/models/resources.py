@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
@@ -13,6 +15,16 @@ MIG_RESOURCE_PREFIX = "nvidia.com/mig-"
 
 class Flavor(models.Model):
     """One schedulable kind of GPU: whole GPUs of one model or one MIG profile."""
+
+    # what people edit (the manage pages, the API) and the change history records
+    AUDITED_FIELDS: ClassVar[tuple[str, ...]] = (
+        "name",
+        "resource",
+        "gpu_model",
+        "mig_profile",
+        "gpu_equivalent",
+        "node_selector",
+    )
 
     name = models.CharField(max_length=63, unique=True, validators=[dotted_name])
     resource = models.CharField(
@@ -84,6 +96,18 @@ class Flavor(models.Model):
 
 class ServiceClass(models.Model):
     """Priority and protection of a job (docs/SCHEDULING.md section 1)."""
+
+    # what people edit (the manage pages, the API), the change history records and lists show
+    AUDITED_FIELDS: ClassVar[tuple[str, ...]] = (
+        "name",
+        "priority",
+        "preemptible",
+        "can_borrow",
+        "min_runtime",
+        "grace_period",
+        "max_runtime",
+        "price_multiplier",
+    )
 
     name = models.CharField(max_length=63, unique=True, validators=[dns_label])
     priority = models.IntegerField(default=0, help_text="Higher runs first.")

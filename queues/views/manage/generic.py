@@ -37,14 +37,12 @@ SECTIONS: dict[str, Section] = {
     for s in (
         Section(
             "cohorts", "Cohorts", "cohort", Cohort, manage_forms.CohortForm,
-            ("name", "description"),
+            Cohort.AUDITED_FIELDS,
             related="queues", related_title="Queues in this cohort",
         ),
         Section(
             "service-classes", "Service classes", "service class", ServiceClass,
-            manage_forms.ServiceClassForm,
-            ("name", "priority", "preemptible", "can_borrow", "min_runtime", "grace_period",
-             "max_runtime", "price_multiplier"),
+            manage_forms.ServiceClassForm, ServiceClass.AUDITED_FIELDS,
         ),
         Section(
             "flavors", "Flavors", "flavor", Flavor, manage_forms.FlavorForm,

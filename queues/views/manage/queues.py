@@ -18,9 +18,6 @@ from queues.models import Queue, Quota
 from queues.services.quota_impact import QuotaImpact, quota_impact
 from queues.views.manage.audit_values import audited_values
 
-QUEUE_FIELDS = ("team", "name", "cohort", "weight", "allowed_service_classes", "is_open")
-QUOTA_FIELDS = ("flavor", "nominal", "borrowing_limit", "lending_limit")
-
 
 @login_required
 def queue_list(request: HttpRequest) -> HttpResponse:
@@ -52,9 +49,9 @@ def _new_nominals(formset: Any) -> dict[int, int]:
 def queue_edit(request: HttpRequest, pk: int | None = None) -> HttpResponse:
     access.require_platform_admin(request.user)
     queue = get_object_or_404(Queue, pk=pk) if pk is not None else Queue()
-    before = audited_values(queue, QUEUE_FIELDS)
+    before = audited_values(queue, Queue.AUDITED_FIELDS)
     quotas_before = {
-        q.pk: (q, audited_values(q, QUOTA_FIELDS))
+        q.pk: (q, audited_values(q, Quota.AUDITED_FIELDS))
         for q in (queue.quotas.select_related("flavor", "queue__team") if queue.pk else [])
     }
     form = QueueForm(request.POST or None, instance=queue)
@@ -95,18 +92,18 @@ def _quota_label(quota: Quota) -> str:
 def _record(
     actor: Any, queue: Queue, before: dict[str, Any], quotas_before: dict[int, Any]
 ) -> None:
-    audit.record_changes(actor, queue, before, audited_values(queue, QUEUE_FIELDS))
+    audit.record_changes(actor, queue, before, audited_values(queue, Queue.AUDITED_FIELDS))
     current = {
         q.pk: q for q in Quota.objects.filter(queue=queue).select_related("flavor", "queue__team")
     }
     for pk, (old, values) in quotas_before.items():
         if pk in current:
             quota = current[pk]
-            after = audited_values(quota, QUOTA_FIELDS)
+            after = audited_values(quota, Quota.AUDITED_FIELDS)
             audit.record_changes(actor, quota, values, after, label=_quota_label(quota))
         else:
             audit.record_changes(actor, old, values, {}, label=_quota_label(old))  # removed
     for pk, quota in current.items():
         if pk not in quotas_before:
-            after = audited_values(quota, QUOTA_FIELDS)
+            after = audited_values(quota, Quota.AUDITED_FIELDS)
             audit.record_changes(actor, quota, {}, after, label=_quota_label(quota))

@@ -18,7 +18,6 @@ from queues.forms.manage import MembershipFormSet, TeamForm
 from queues.models import Membership, Team
 from queues.views.manage.audit_values import audited_values
 
-TEAM_FIELDS = ("name", "description")
 MEMBER_FIELDS = ("user", "role")
 
 
@@ -42,7 +41,7 @@ def team_edit(request: HttpRequest, pk: int | None = None) -> HttpResponse:
     else:
         team = access.managed_team_or_404(request.user, pk)
     edit_team = access.can_manage_platform(request.user)
-    before = audited_values(team, TEAM_FIELDS)
+    before = audited_values(team, Team.AUDITED_FIELDS)
     members_before = {
         m.pk: (m, audited_values(m, MEMBER_FIELDS))
         for m in (team.memberships.select_related("user", "team") if team.pk else [])
@@ -69,7 +68,7 @@ def team_edit(request: HttpRequest, pk: int | None = None) -> HttpResponse:
 
 
 def _record(actor: Any, team: Team, before: dict[str, Any], members_before: dict[int, Any]) -> None:
-    audit.record_changes(actor, team, before, audited_values(team, TEAM_FIELDS))
+    audit.record_changes(actor, team, before, audited_values(team, Team.AUDITED_FIELDS))
     current = {m.pk: m for m in Membership.objects.filter(team=team).select_related("user", "team")}
     for pk, (old, values) in members_before.items():
         new = audited_values(current[pk], MEMBER_FIELDS) if pk in current else {}
