@@ -5,8 +5,10 @@ database rows to a `LaunchSpec` and the `ClusterState` a driver reports back to 
 
 Errors: every driver raises `ClusterUnavailable` when the cluster cannot be reached or refuses
 to talk to us (server errors, timeouts, connection refused, bad credentials). The caller marks
-the cluster degraded and retries next cycle; nothing was decided, nothing is lost. Other
-`DriverError`s say the request itself was wrong and retrying it unchanged will not help.
+the cluster degraded and retries next cycle; nothing was decided, nothing is lost. The cluster
+may also refuse one job while staying healthy: `QuotaExceeded` (a namespace ResourceQuota has no
+room for the job's workers now: requeue the job, try later) and `RequestRejected` (the request
+itself was refused, by validation or an admission webhook: retrying it unchanged will not help).
 """
 
 from __future__ import annotations
@@ -34,7 +36,14 @@ class InvalidSpec(DriverError, ValueError):
 
 
 class RequestRejected(DriverError):
-    """The cluster rejected a request as invalid (HTTP 400/422 and other 4xx we do not expect)."""
+    """The cluster rejected a request as invalid (HTTP 400/422 and other 4xx we do not expect),
+    or an admission webhook denied it (whatever its status). The cluster itself is healthy."""
+
+
+class QuotaExceeded(DriverError):
+    """A create was refused because a ResourceQuota of the namespace is used up (HTTP 403
+    "exceeded quota"). The cluster is healthy and the request valid: it may fit later, once the
+    namespace's other pods are gone. The message is the API server's."""
 
 
 class WorkloadConflict(DriverError):
@@ -51,6 +60,12 @@ class WorkerPhase(StrEnum):
     SUCCEEDED = "succeeded"
     FAILED = "failed"
     UNKNOWN = "unknown"  # the kubelet stopped reporting (node unreachable)
+
+
+# Pod status reasons of a worker that did not fail on its own: evicted by the kubelet (node
+# pressure) or through the eviction API (a drain), preempted by the kubelet for a critical pod,
+# or stopped by a graceful node shutdown.
+DISRUPTION_REASONS = frozenset({"Evicted", "Preempting", "Shutdown", "NodeShutdown", "Terminated"})
 
 
 class WorkloadPhase(StrEnum):
@@ -138,6 +153,13 @@ class WorkerStatus:
     phase: WorkerPhase
     terminating: bool = False  # deletion requested, grace period running
     message: str = ""  # e.g. "ImagePullBackOff: ..." or the pod's failure reason
+    reason: str = ""  # the pod's own status reason, e.g. "Evicted" (see `DISRUPTION_REASONS`)
+
+    @property
+    def disrupted(self) -> bool:
+        """Failed because something outside the job took the pod away (an eviction, a node
+        shutdown), not because the job's own code failed."""
+        return self.phase is WorkerPhase.FAILED and self.reason in DISRUPTION_REASONS
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ from queues.clusters.base import (
     InvalidSpec,
     LaunchSpec,
     NodeInfo,
+    QuotaExceeded,
     RequestRejected,
     WorkerPhase,
     WorkerPlacement,
@@ -45,6 +46,10 @@ logger = logging.getLogger(__name__)
 Manifest = dict[str, Any]
 
 MANAGED_SELECTOR = f"{manifests.MANAGED_BY_KEY}={manifests.MANAGED_BY}"
+# What the API server's Status message says when an admission webhook or a ResourceQuota
+# refuses a create (k8s.io/apiserver admission and plugin/pkg/admission/resourcequota).
+ADMISSION_DENIED = ("admission webhook", "denied the request")
+QUOTA_EXCEEDED = "exceeded quota"
 _POD_PHASES = {
     "Pending": WorkerPhase.PENDING,
     "Running": WorkerPhase.RUNNING,
@@ -194,8 +199,10 @@ class KubernetesDriver:
     def _raw(self) -> dict[str, Any]:
         return {"_preload_content": False, "_request_timeout": self._timeout}
 
-    def _read(self, action: str, call: Callable[[], Any]) -> dict[str, Any]:
-        with api_errors(action):
+    def _read(
+        self, action: str, call: Callable[[], Any], tolerate: tuple[int, ...] = ()
+    ) -> dict[str, Any]:
+        with api_errors(action, tolerate):
             response = call()
             data = response.data
         try:
@@ -267,16 +274,29 @@ class KubernetesDriver:
         )
         if created:
             return
-        existing = self._read(
-            f"read pod {namespace}/{name}",
-            lambda: self._core.read_namespaced_pod(name, namespace, **self._raw()),
-        )
+        # 409: ours from an earlier attempt whose answer was lost (adopt it), or in the way.
+        try:
+            existing = self._read(
+                f"read pod {namespace}/{name}",
+                lambda: self._core.read_namespaced_pod(name, namespace, **self._raw()),
+                tolerate=(404,),
+            )
+        except _Tolerated:
+            raise WorkloadConflict(
+                f"pod {namespace}/{name} vanished between create and read; launch again"
+            ) from None
         if not _owned_by_job(existing, spec.job_id):
             raise WorkloadConflict(f"pod {namespace}/{name} belongs to another workload")
         if _terminating(existing):
             raise WorkloadConflict(
                 f"pod {namespace}/{name} of a previous run is still terminating; "
                 "launch again once it is gone"
+            )
+        if (existing.get("status") or {}).get("phase") == "Failed":  # e.g. evicted
+            self._delete_pod(name, namespace, 0)
+            raise WorkloadConflict(
+                f"pod {namespace}/{name} had failed ({_pod_message(existing['status'])}); "
+                "removed it, launch again once it is gone"
             )
         planned = existing["metadata"].get("annotations", {}).get(manifests.PLANNED_NODE_ANNOTATION)
         if planned != worker.node:
@@ -332,7 +352,10 @@ def api_errors(action: str, tolerate: tuple[int, ...] = ()) -> Iterator[None]:
 
     5xx, 429, 401, 403, status 0 (TLS and other client-side failures), timeouts and connection
     errors become `ClusterUnavailable`; statuses in `tolerate` raise the internal `_Tolerated`;
-    other 4xx become `RequestRejected`.
+    other 4xx become `RequestRejected`. Two refusals concern one job, not the cluster, whatever
+    their status: an admission webhook's denial (400, 403 or 422, "admission webhook ... denied
+    the request") is a `RequestRejected`, and a ResourceQuota's (403, "exceeded quota") a
+    `QuotaExceeded`. Any other 403 is the platform's own credentials or RBAC: the cluster's.
     """
     try:
         yield
@@ -341,9 +364,14 @@ def api_errors(action: str, tolerate: tuple[int, ...] = ()) -> Iterator[None]:
         if status in tolerate:
             raise _Tolerated() from None
         reason = f"{action}: HTTP {status} {error.reason or ''}".rstrip()
+        message = _status_message(error.body)
+        if status in (400, 403, 422) and all(part in message for part in ADMISSION_DENIED):
+            raise RequestRejected(f"{reason}: {message}") from None  # whatever code it chose
+        if status == 403 and QUOTA_EXCEEDED in message:
+            raise QuotaExceeded(f"{reason}: {message}") from None
         if status == 0 or status >= 500 or status in (401, 403, 429):
             raise ClusterUnavailable(reason) from None
-        raise RequestRejected(f"{reason}: {_status_message(error.body)}") from None
+        raise RequestRejected(f"{reason}: {message}") from None
     except (urllib3.exceptions.HTTPError, OSError) as error:
         raise ClusterUnavailable(f"{action}: {type(error).__name__}: {error}") from None
 
@@ -446,6 +474,7 @@ def _worker_status(pod: Manifest) -> WorkerStatus:
         phase=phase,
         terminating=_terminating(pod),
         message=_pod_message(status),
+        reason=str(status.get("reason") or ""),
     )
 
 

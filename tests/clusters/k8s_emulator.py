@@ -20,6 +20,12 @@ kmock facts these tests rely on (read from its source, kmock 0.8):
   but creates, patches and deletes are applied to the stored objects *even when a reaction
   answers them with an error*: an injected 500 on a create still stores the object, like a
   real API server whose response was lost.
+
+For refusals that really refuse (the object is *not* stored, as when a ResourceQuota or an
+admission webhook says no) and for answers that never arrive, `EmulatedCluster.fail` and
+`EmulatedCluster.lose_response` inject a `Fault` into the emulator itself (`FaultyEmulator`):
+the n-th matching request from then on is refused with a Kubernetes ``Status`` body, or carried
+out and its connection dropped before the answer.
 """
 
 from __future__ import annotations
@@ -28,8 +34,11 @@ import asyncio
 import concurrent.futures
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
+import aiohttp.web
+import attrs
 import jsonschema  # type: ignore[import-untyped]
 import kmock
 import kmock._internal.parsing as kmock_parsing
@@ -61,6 +70,74 @@ _original_parse_path = kmock_parsing.parse_path
 kmock_parsing.parse_path = _parse_namespace_paths
 
 
+@dataclass
+class Fault:
+    """What goes wrong with the `nth` request (1-based, counted from when the fault is added)
+    of `action` on `resource`.
+
+    ``applied``: the server carries the request out before answering (a create stores the
+    object); ``lost``: the connection drops before any answer, so the client sees a transport
+    error; otherwise the answer is a ``Status`` of ``status`` with ``reason`` and ``message``.
+    """
+
+    action: kmock.action
+    resource: kmock.resource
+    nth: int = 1
+    status: int = 500
+    reason: str = "InternalError"
+    message: str = "Internal error occurred: injected fault"
+    applied: bool = False
+    lost: bool = False
+    seen: int = 0
+
+    def status_body(self) -> dict[str, Any]:
+        return {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": self.message,
+            "reason": self.reason,
+            "code": self.status,
+        }
+
+
+@attrs.define(kw_only=True)
+class FaultyEmulator(kmock.KubernetesEmulator):
+    """kmock's emulator that first consults its injected faults (see `Fault`)."""
+
+    faults: list[Fault] = attrs.field(factory=list)
+    answered: list[tuple[Fault, kmock.Request]] = attrs.field(factory=list)
+
+    def _due(self, request: kmock.Request) -> Fault | None:
+        due = None
+        for fault in list(self.faults):
+            if request.action == fault.action and request.resource == fault.resource:
+                fault.seen += 1
+                if fault.seen == fault.nth and due is None:
+                    self.faults.remove(fault)
+                    due = fault
+        return due
+
+    async def _handle(self, request: kmock.Request) -> aiohttp.web.StreamResponse:
+        fault = self._due(request)
+        if fault is None:
+            return await super()._handle(request)
+        self.answered.append((fault, request))
+        response: aiohttp.web.StreamResponse | None = None
+        if fault.applied or fault.lost:
+            try:
+                response = await super()._handle(request)
+            except Exception:  # e.g. 409: applied as far as it goes
+                response = None
+        if fault.lost:
+            transport = request._raw_request.transport if request._raw_request else None
+            if transport is not None:
+                transport.abort()  # the client never reads an answer
+            return response or aiohttp.web.Response(status=500)
+        return aiohttp.web.json_response(fault.status_body(), status=fault.status)
+
+
 class EmulatedCluster:
     """A `kmock.KubernetesEmulator` on 127.0.0.1, served from a background event loop."""
 
@@ -70,7 +147,7 @@ class EmulatedCluster:
         self._stop: asyncio.Event | None = None
         self._error: BaseException | None = None
         self.url = ""
-        self.emulator: kmock.KubernetesEmulator
+        self.emulator: FaultyEmulator
         self._thread = threading.Thread(target=self._serve, name="kmock", daemon=True)
         self._thread.start()
         if not self._started.wait(timeout=10):
@@ -90,7 +167,7 @@ class EmulatedCluster:
 
     async def _main(self) -> None:
         self._stop = asyncio.Event()
-        async with kmock.KubernetesEmulator() as emulator, kmock.Server(emulator) as server:
+        async with FaultyEmulator() as emulator, kmock.Server(emulator) as server:
             self.emulator = emulator
             self.url = str(server.url).rstrip("/")
             for resource in (NODES, PODS, SERVICES, NAMESPACES):
@@ -167,6 +244,54 @@ class EmulatedCluster:
             self.emulator.objects[PODS, namespace, name].patch({"status": status})
 
         self.call(patch)
+
+    def evict_pod(self, namespace: str, name: str, message: str = "") -> None:
+        """What the kubelet (node pressure) or a drain's eviction leaves of a running pod."""
+        self.set_pod_status(
+            namespace,
+            name,
+            {
+                "phase": "Failed",
+                "reason": "Evicted",
+                "message": message or "The node was low on resource: memory.",
+            },
+        )
+
+    def delete_pod(self, namespace: str, name: str) -> None:
+        """Someone else (a user, a controller) deletes the pod; it is gone at once."""
+
+        def delete() -> None:
+            self.emulator.objects[PODS, namespace, name].delete()
+
+        self.call(delete)
+
+    def fail(
+        self,
+        action: kmock.action,
+        resource: kmock.resource,
+        *,
+        nth: int = 1,
+        status: int = 500,
+        reason: str = "InternalError",
+        message: str = "Internal error occurred: injected fault",
+        applied: bool = False,
+    ) -> Fault:
+        """The `nth` matching request from now on is answered with a `status` Status; it is
+        carried out first only when `applied` (else nothing is stored)."""
+        fault = Fault(action, resource, nth, status, reason, message, applied=applied)
+        self.call(lambda: self.emulator.faults.append(fault))
+        return fault
+
+    def lose_response(
+        self, action: kmock.action, resource: kmock.resource, *, nth: int = 1
+    ) -> Fault:
+        """The `nth` matching request from now on is carried out, but its answer is lost."""
+        fault = Fault(action, resource, nth, applied=True, lost=True)
+        self.call(lambda: self.emulator.faults.append(fault))
+        return fault
+
+    def faults_pending(self) -> list[Fault]:
+        return self.call(lambda: list(self.emulator.faults))
 
     def requests(self, method: str | None = None) -> list[kmock.Request]:
         def collect() -> list[kmock.Request]:
