@@ -28,7 +28,7 @@ from gpuplatform.rest import (
     ReadAnyWritePlatformAdmin,
 )
 from queues import services
-from queues.api import filtersets
+from queues.api import filtersets, idempotency
 from queues.api.audited import AuditedQueueWritesMixin, AuditedWritesMixin
 from queues.api.job_serializers import JobEventSerializer, JobSerializer, JobSubmitSerializer
 from queues.api.serializers import (
@@ -201,7 +201,22 @@ class NodeViewSet(viewsets.ReadOnlyModelViewSet[Node]):
 @extend_schema_view(
     create=extend_schema(
         request=JobSubmitSerializer,
-        responses={201: JobSerializer},
+        responses={
+            201: JobSerializer,
+            422: OpenApiResponse(description="The Idempotency-Key was used for another body."),
+        },
+        parameters=[
+            OpenApiParameter(
+                idempotency.HEADER,
+                str,
+                OpenApiParameter.HEADER,
+                description=(
+                    "Optional, 1 to 255 printable ASCII characters (e.g. a UUID). A retry with "
+                    "the same key and body answers with the job the first request created "
+                    "instead of creating another."
+                ),
+            )
+        ],
         description="Submit a job to a queue of your team (rate limited per user).",
     ),
 )
@@ -242,10 +257,21 @@ class JobViewSet(
         return []
 
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        serializer = JobSubmitSerializer(data=request.data, context=self.get_serializer_context())
-        serializer.is_valid(raise_exception=True)
-        job = services.submit_job(owner=request.user, **serializer.validated_data)
-        job = self.get_queryset().get(pk=job.pk)
+        key = idempotency.request_key(request.headers)
+        digest = idempotency.fingerprint(request.data) if key else ""
+        job_id = idempotency.earlier_job(request.user, key, digest) if key else None
+        if job_id is None:
+            serializer = JobSubmitSerializer(
+                data=request.data, context=self.get_serializer_context()
+            )
+            serializer.is_valid(raise_exception=True)
+            job_id = idempotency.submit_once(
+                request.user,
+                key,
+                digest,
+                lambda: services.submit_job(owner=request.user, **serializer.validated_data),
+            )
+        job = self.get_queryset().get(pk=job_id)
         return Response(JobSerializer(job).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(

@@ -1,5 +1,6 @@
 """The scheduling domain's models, one module per area (re-exported here)."""
 
+from queues.models.idempotency import SubmissionKey
 from queues.models.jobs import CycleRun, IllegalTransition, Job, JobEvent, JobFlavor
 from queues.models.live import JobRuntime, MetricCounter, SchedulerLease, SimulatedWorkload
 from queues.models.organisation import Cohort, Membership, Queue, Quota, Team
@@ -23,5 +24,6 @@ __all__ = [
     "SchedulerLease",
     "ServiceClass",
     "SimulatedWorkload",
+    "SubmissionKey",
     "Team",
 ]
