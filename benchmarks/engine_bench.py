@@ -93,7 +93,7 @@ def single_cycle(scenario: Scenario, policy: str) -> int:
     print(f"pending {len(snap.pending)}, admitted {len(snap.admitted)}", flush=True)
     for label in ("first", "second"):
         began = time.perf_counter()
-        result = run_cycle(snap, policy)
+        result = run_cycle(snap, policy, state=sim.engine_state)
         took = time.perf_counter() - began
         print(
             f"{label} cycle: {took * 1000:.0f} ms, {len(result.admits)} admits, "

@@ -13,9 +13,9 @@ time, the others stay at the middle value (1,000 nodes, 10,000 pending jobs, 100
 cohorts).
 
 Reports the median and the max of the timed cycles per point (the max is usually the first,
-which also builds the engine's per-process caches), prints a markdown table and writes
-``scale_sweep.md``, ``scale_sweep.csv`` and ``scale_sweep.png`` (log-log, one panel per factor)
-into ``--out`` (default ``benchmarks/results``).
+which also builds what the simulator's ``EngineState`` keeps), prints a markdown table and
+writes ``scale_sweep.md``, ``scale_sweep.csv`` and ``scale_sweep.png`` (log-log, one panel per
+factor) into ``--out`` (default ``benchmarks/results``).
 """
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ def measure(nodes: int, pending: int, queues: int, cycles: int, policy: str, fac
         for _ in range(cycles):
             snapshot = sim.snapshot(60.0)
             t0 = time.perf_counter()
-            result = run_cycle(snapshot, policy, explain_pending=explain)
+            result = run_cycle(snapshot, policy, explain_pending=explain, state=sim.engine_state)
             times[explain].append((time.perf_counter() - t0) * 1000)
             admits, stops = len(result.admits), len(result.stops)
     return Point(

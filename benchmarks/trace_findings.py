@@ -32,7 +32,6 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from gpusched.engine import policies as policy_registry
 from gpusched.engine.policies import Policy
 from gpusched.sim.scenario import parse_scenario
 from gpusched.sim.simulate import simulate
@@ -182,9 +181,8 @@ def ablation_rows(scenario: dict[str, Any], trace: str) -> list[dict[str, Any]]:
     parsed = parse_scenario(scenario, f"<{trace} trace>")
     rows = []
     for name, policy in ABLATIONS.items():
-        policy_registry.POLICIES.setdefault(name, policy)  # selectable by name for simulate()
         began = time.perf_counter()
-        report = simulate(parsed, name)
+        report = simulate(parsed, policy)
         row = summary_row(report, scenario)
         row["wall_s"] = time.perf_counter() - began
         row["reserves"] = sum(1 for e in report["events"] if e["type"] == "reserve")

@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass, field
 from itertools import compress
 from operator import attrgetter
+from typing import TYPE_CHECKING
 
 from gpusched.engine.model import (
     AdmittedJob,
@@ -21,9 +22,12 @@ from gpusched.engine.model import (
     Stop,
     Topology,
 )
-from gpusched.engine.placement import Capacity, Layout, Workers, layout_of
+from gpusched.engine.placement import Capacity, Layout, Workers
 from gpusched.engine.policies import Policy
-from gpusched.engine.quota import QuotaState, quota_statics
+from gpusched.engine.quota import QuotaState, QuotaStatics
+
+if TYPE_CHECKING:
+    from gpusched.engine.state import EngineState
 
 DEFAULT_CLASS = ServiceClass(name="", priority=0)
 _held_for = attrgetter("held_for")  # a job's name, never empty
@@ -136,7 +140,7 @@ class _Entry:
         self.running = running
 
 
-class _Incremental:
+class Bookkeeping:
     """What the admitted jobs add up to, updated by difference: free capacity, quota usage (with
     the cohort pools), running jobs, victim pools and estimated release times.
 
@@ -165,10 +169,10 @@ class _Incremental:
         self.ends: dict[str, list[tuple[float, int, int, str]]] = {}  # see CycleContext
         self.quota: QuotaState | None = None  # usage over the last snapshot's quotas
 
-    def quota_for(self, queues: tuple[Queue, ...]) -> QuotaState:
+    def quota_for(self, queues: tuple[Queue, ...], static: QuotaStatics) -> QuotaState:
         """The admitted jobs' usage over these queues' quotas (a copy the caller may change)."""
-        if self.quota is None or self.quota.static is not quota_statics(queues):
-            self.quota = QuotaState(queues, self.usage)
+        if self.quota is None or self.quota.static is not static:
+            self.quota = QuotaState(queues, self.usage, static)
         return self.quota.copy()
 
     def _ends_of(self, entry: _Entry) -> list[tuple[float, int, int, str]]:
@@ -264,33 +268,29 @@ class _Incremental:
             del self.waiting[job.name]
 
 
-_state: list[_Incremental] = []
+def _bookkeeping(snapshot: Snapshot, layout: Layout, state: EngineState) -> Bookkeeping:
+    """The state's bookkeeping with the last cycle's own changes undone, if it still fits."""
+    book = state.bookkeeping
+    if (
+        book is not None
+        and book.layout is layout
+        and book.classes_key is snapshot.service_classes
+        and book.default_runtime == snapshot.default_runtime
+    ):
+        for r, workers in reversed(book.mutated):  # undo last cycle's shrink/grow/stop
+            r.workers = dict(workers)
+            r.preemptible_now = r.started_at is not None
+        book.mutated = []
+        return book
+    book = Bookkeeping(layout, snapshot.service_classes, snapshot.default_runtime)
+    state.bookkeeping = book
+    return book
 
 
-def _incremental(snapshot: Snapshot, layout: Layout) -> _Incremental:
-    if _state:
-        inc = _state[0]
-        if (
-            inc.layout is layout
-            and inc.classes_key is snapshot.service_classes
-            and inc.default_runtime == snapshot.default_runtime
-        ):
-            for r, workers in reversed(
-                inc.mutated
-            ):  # undo last cycle's shrink/grow/stop on the copies
-                r.workers = dict(workers)
-                r.preemptible_now = r.started_at is not None
-            inc.mutated = []
-            return inc
-    inc = _Incremental(layout, snapshot.service_classes, snapshot.default_runtime)
-    _state[:] = [inc]
-    return inc
-
-
-def build_context(snapshot: Snapshot, policy: Policy) -> CycleContext:
+def build_context(snapshot: Snapshot, policy: Policy, state: EngineState) -> CycleContext:
     """Free capacity and quota usage after every admitted job; failures and overruns stopped."""
-    layout = layout_of(snapshot)
-    inc = _incremental(snapshot, layout)
+    layout = state.layout_of(snapshot)
+    inc = _bookkeeping(snapshot, layout, state)
     admitted = snapshot.admitted
     # stopping jobs whose GPUs may be held for a preemptor
     victims = [job for job in compress(admitted, map(_held_for, admitted)) if job.stopping]
@@ -300,8 +300,8 @@ def build_context(snapshot: Snapshot, policy: Policy) -> CycleContext:
     # the jobs that came or went since the last snapshot (usually few)
     gone = inc.ids - present
     if len(gone) > len(inc.entries) // 2:  # fresh job objects (a live cycle): count anew
-        inc = _Incremental(layout, snapshot.service_classes, snapshot.default_runtime)
-        _state[:] = [inc]
+        inc = Bookkeeping(layout, snapshot.service_classes, snapshot.default_runtime)
+        state.bookkeeping = inc
     else:
         for key in gone:
             inc.remove(key)
@@ -319,9 +319,9 @@ def build_context(snapshot: Snapshot, policy: Policy) -> CycleContext:
             held.setdefault(job.held_for or "", []).append(job)
         else:  # its preemptor is gone or started: an ordinary stopping job
             inc.add(id(job), job)
-    cap = Capacity(snapshot, inc.free)
+    cap = Capacity(layout, inc.free)
     now = snapshot.now
-    quota = inc.quota_for(snapshot.queues)
+    quota = inc.quota_for(snapshot.queues, state.quota_statics(snapshot.queues))
     for job in victims:
         if job.held_for in inc.waiting:  # counted against its queue until released
             quota.add(job.queue, job.flavor, job.workers * job.gpus_per_worker)

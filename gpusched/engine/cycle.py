@@ -7,7 +7,6 @@ capacity and explains every job left pending. Deterministic: same snapshot, same
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Mapping
 from typing import Literal
 
@@ -33,12 +32,10 @@ from gpusched.engine.model import (
 from gpusched.engine.placement import Placement, Workers, place, place_in_cluster
 from gpusched.engine.policies import Policy, get_policy
 from gpusched.engine.preemption import PreemptionPlan, candidates, plan_preemption
-from gpusched.engine.ranking import JobFacts, Ranker
+from gpusched.engine.ranking import JobFacts
+from gpusched.engine.state import EngineState
 
-_CACHE_LOCK = threading.Lock()
-_RANKER = Ranker()  # kept from cycle to cycle, under _CACHE_LOCK
 MAX_FAILED_PREEMPTIONS = 8  # bound on fruitless preemption searches per cycle
-MEMOIZE = True  # reuse admission failures by job shape; off only to test it changes nothing
 
 
 def _first(kept: tuple[str, str] | None, reason: str, flavor: str) -> tuple[str, str]:
@@ -50,8 +47,12 @@ def _first(kept: tuple[str, str] | None, reason: str, flavor: str) -> tuple[str,
 
 
 class _Cycle:
-    def __init__(self, snapshot: Snapshot, policy: Policy, explain_pending: bool) -> None:
-        self.ctx = build_context(snapshot, policy)
+    def __init__(
+        self, snapshot: Snapshot, policy: Policy, explain_pending: bool, state: EngineState
+    ) -> None:
+        self.ctx = build_context(snapshot, policy, state)
+        self.ranker = state.ranker
+        self.memoize = state.memoize  # reuse admission failures by job shape (see EngineState)
         self.policy = policy
         self.explain = explain_pending
         self.admits: list[Admit] = []
@@ -89,7 +90,7 @@ class _Cycle:
         job = facts.job
         # a job of the same shape already failed on this very state: it fails the same way
         memo_key = facts.walk[long_job]
-        if MEMOIZE and memo_key in self.admit_failed:
+        if self.memoize and memo_key in self.admit_failed:
             known = self.admit_failed[memo_key]
             if known is not None:
                 self.blocked_reason[job.name] = known
@@ -157,7 +158,7 @@ class _Cycle:
     def _quota_reason(self, queue: str, flavor: str, units: int, can_borrow: bool) -> str | None:
         """Why the queue's quota cannot take ``units`` more of ``flavor`` now; None if it can."""
         qkey = (queue, flavor, units, can_borrow)
-        if MEMOIZE and qkey in self.quota_memo:
+        if self.memoize and qkey in self.quota_memo:
             return self.quota_memo[qkey]
         quota = self.ctx.quota
         reason = quota.blocked_reason(queue, flavor, units, can_borrow)
@@ -253,7 +254,7 @@ class _Cycle:
             if failed_at is not None and least >= failed_at:
                 continue
             none_key = (job.queue, job.service_class, f, least * job.gpus_per_worker)
-            if MEMOIZE and none_key in self.no_candidates:
+            if self.memoize and none_key in self.no_candidates:
                 continue
             cands = candidates(ctx, job, f)
             if not cands:
@@ -537,7 +538,7 @@ class _Cycle:
         whole. Not when explaining: every job's own reason is wanted then."""
         policy = self.policy
         return (
-            MEMOIZE
+            self.memoize
             and not self.explain
             and not policy.head_of_line
             and (self.reserve_tried or not policy.backfill)
@@ -549,7 +550,7 @@ class _Cycle:
         # without explanations, a job its quota can never hold changes nothing (no admission,
         # preemption or reservation) unless it blocks the line: the walk leaves it out
         drop_hopeless = not self.explain and not self.policy.head_of_line
-        ranked = _RANKER.rank(ctx, ctx.snapshot.pending, drop_hopeless=drop_hopeless)
+        ranked = self.ranker.rank(ctx, ctx.snapshot.pending, drop_hopeless=drop_hopeless)
         left: set[str] = set()
         preemption = self.policy.preemption
         now = ctx.now
@@ -558,7 +559,7 @@ class _Cycle:
         default = ctx.runtime_of(None, DEFAULT_CLASS)
         # without explanations, a job whose shape already failed on the current state fails
         # the same way, preemption included (the memos), and so changes nothing: skip it
-        skip_known = MEMOIZE and not self.explain
+        skip_known = self.memoize and not self.explain
         admit_failed = self.admit_failed
         only_admissions = self._only_admissions_left()
         shape_blocked = self.shape_blocked
@@ -629,9 +630,18 @@ class _Cycle:
 
 
 def run_cycle(
-    snapshot: Snapshot, policy: Policy | str = "default", *, explain_pending: bool = True
+    snapshot: Snapshot,
+    policy: Policy | str = "default",
+    *,
+    explain_pending: bool = True,
+    state: EngineState | None = None,
 ) -> CycleResult:
-    """Decide one cycle. ``explain_pending=False`` skips the PendingInfo of every pending job."""
+    """Decide one cycle. ``explain_pending=False`` skips the PendingInfo of every pending job.
+
+    ``state``: what the caller keeps from cycle to cycle (``EngineState``); it saves work when
+    this snapshot shares objects with the last one and changes no decision. Without one, the
+    cycle starts from a fresh state of its own."""
     pol = get_policy(policy) if isinstance(policy, str) else policy
-    with _CACHE_LOCK:  # the layout and accounting caches are shared by the process
-        return _Cycle(snapshot, pol, explain_pending).run()
+    if state is None:
+        state = EngineState()
+    return _Cycle(snapshot, pol, explain_pending, state).run()

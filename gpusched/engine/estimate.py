@@ -12,7 +12,8 @@ waits, its ``PendingInfo`` (reason, position, numbers, blocker, estimated start)
 
 Explaining every pending job costs (a few thousand live ones): the trial cycle runs without
 explanations, and only when the job waits does a second, identical cycle explain the pending
-jobs, for the job's ``PendingInfo``.
+jobs, for the job's ``PendingInfo``. Both cycles share one ``EngineState`` (the caller's, or a
+fresh one), so the second reuses the first's layout, bookkeeping and ranking.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from gpusched.engine.cycle import run_cycle
 from gpusched.engine.explain import PendingInfo
 from gpusched.engine.model import Admit, PendingJob, Scale, Snapshot, Stop
 from gpusched.engine.policies import Policy
+from gpusched.engine.state import EngineState
 
 START, BORROW, PREEMPT, WAIT = "start", "borrow", "preempt", "wait"
 
@@ -50,14 +52,24 @@ class Estimate:
         return self.pending.reason if self.pending is not None else ""
 
 
-def estimate(snapshot: Snapshot, job: PendingJob, policy: Policy | str = "default") -> Estimate:
-    """The outcome for ``job`` if it were submitted at ``snapshot.now``."""
+def estimate(
+    snapshot: Snapshot,
+    job: PendingJob,
+    policy: Policy | str = "default",
+    *,
+    state: EngineState | None = None,
+) -> Estimate:
+    """The outcome for ``job`` if it were submitted at ``snapshot.now``. ``state``: as for
+    ``run_cycle``; without one, the trial cycles share a fresh state of their own."""
+    if state is None:
+        state = EngineState()
     others = tuple(p for p in snapshot.pending if p.name != job.name)
     trial = replace(snapshot, pending=(*others, job))
-    result = run_cycle(trial, policy, explain_pending=False)
+    result = run_cycle(trial, policy, explain_pending=False, state=state)
     admit = next((a for a in result.admits if a.job == job.name), None)
     if admit is None:
-        info = run_cycle(trial, policy).pending.get(job.name)  # it waits: now ask why
+        # it waits: now ask why
+        info = run_cycle(trial, policy, state=state).pending.get(job.name)
         if info is None:
             return Estimate(WAIT, None, "Would wait.")
         return Estimate(WAIT, info.estimated_start, info.message, pending=info)

@@ -18,9 +18,9 @@ Workers = dict[int, int]  # node index -> workers placed there
 class Layout:
     """The static part of the capacity: node numbering, flavors per node, topology domains.
 
-    It depends only on the clusters, flavors and topology levels of a snapshot, so it is cached
-    on their identity: a caller that passes the same tuples again (the simulator does, until a
-    node changes) skips rebuilding it. The cache changes no result.
+    It depends only on the clusters, flavors and topology levels of a snapshot, so an
+    ``EngineState`` keeps it while they stay the same tuples (the simulator passes the same ones
+    until a node changes).
     """
 
     def __init__(self, snapshot: Snapshot) -> None:
@@ -69,24 +69,10 @@ class Layout:
                 self.price[(cluster.name, f)] = price if price is not None else 0.0
 
 
-_layout_cache: list[tuple[object, object, object, Layout]] = []
-
-
-def layout_of(snapshot: Snapshot) -> Layout:
-    key = (snapshot.clusters, snapshot.flavors, snapshot.topology_levels)
-    for clusters, flavors, levels, layout in _layout_cache:
-        if clusters is key[0] and flavors is key[1] and levels == key[2]:
-            return layout
-    layout = Layout(snapshot)
-    _layout_cache[:] = [(*key, layout)]
-    return layout
-
-
 class Capacity:
     """Free units per flavor and node for one cycle, over a shared ``Layout``."""
 
-    def __init__(self, snapshot: Snapshot, free: Mapping[str, Mapping[int, int]] | None = None):
-        layout = layout_of(snapshot)
+    def __init__(self, layout: Layout, free: Mapping[str, Mapping[int, int]] | None = None):
         self.levels = layout.levels
         self.names = layout.names
         self.cluster_of = layout.cluster_of

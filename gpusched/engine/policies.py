@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 
 
 @dataclass(frozen=True, slots=True)
@@ -16,19 +18,21 @@ class Policy:
     elastic_growth: bool = True
 
 
-POLICIES: dict[str, Policy] = {
-    "default": Policy("default"),
-    "fifo": Policy(
-        "fifo",
-        fifo_order=True,
-        first_fit=True,
-        head_of_line=True,
-        preemption=False,
-        backfill=False,
-        elastic_growth=False,
-    ),
-    "greedy": Policy("greedy", preemption=False, backfill=False),
-}
+POLICIES: Mapping[str, Policy] = MappingProxyType(
+    {
+        "default": Policy("default"),
+        "fifo": Policy(
+            "fifo",
+            fifo_order=True,
+            first_fit=True,
+            head_of_line=True,
+            preemption=False,
+            backfill=False,
+            elastic_growth=False,
+        ),
+        "greedy": Policy("greedy", preemption=False, backfill=False),
+    }
+)
 
 
 def get_policy(name: str) -> Policy:

@@ -25,8 +25,9 @@ class _Limits:
     reserved: int  # N - L: never lent
 
 
-class _Static:
-    """What a set of queues' quotas implies, independent of usage (cached between cycles)."""
+class QuotaStatics:
+    """What a set of queues' quotas implies, independent of usage (an ``EngineState`` keeps it
+    while the quotas stay the same)."""
 
     def __init__(self, queues: Iterable[Queue]) -> None:
         self.queues = {q.name: q for q in queues}
@@ -55,26 +56,18 @@ class _Static:
                     self.pool_size[key] = self.pool_size.get(key, 0) + lend
 
 
-_static_cache: list[tuple[tuple[object, ...], list[Queue], _Static]] = []
-
-
-def quota_statics(queues: Sequence[Queue]) -> _Static:
-    """The static part for these queues; reused while every queue keeps its quota objects."""
-    key = tuple((q.name, id(q.quotas), q.cohort, q.weight) for q in queues)
-    if _static_cache and _static_cache[0][0] == key:
-        return _static_cache[0][2]
-    static = _Static(queues)
-    _static_cache[:] = [(key, list(queues), static)]  # keeps the quotas alive: ids stay unique
-    return static
-
-
 class QuotaState:
     """Mutable usage per queue and flavor, with the cohort pools it draws from."""
 
     def __init__(
-        self, queues: Sequence[Queue], usage: Mapping[tuple[str, str], int] | None = None
+        self,
+        queues: Sequence[Queue],
+        usage: Mapping[tuple[str, str], int] | None = None,
+        static: QuotaStatics | None = None,
     ) -> None:
-        static = quota_statics(queues)
+        """``static``: these queues' ``QuotaStatics`` when the caller keeps them."""
+        if static is None:
+            static = QuotaStatics(queues)
         self.static = static
         self.queues = static.queues
         self.cohort = static.cohort

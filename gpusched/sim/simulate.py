@@ -39,7 +39,8 @@ from gpusched.engine.model import (
     Snapshot,
     Topology,
 )
-from gpusched.engine.policies import get_policy
+from gpusched.engine.policies import Policy, get_policy
+from gpusched.engine.state import EngineState
 from gpusched.sim.report import ReportBuilder
 from gpusched.sim.scenario import JobSpec, Scenario, ScenarioError
 
@@ -91,14 +92,22 @@ def _pending_job(spec: JobSpec) -> PendingJob:
 
 class Simulator:
     """Replays a scenario. Subclasses may watch it: ``decided`` sees each cycle's result before
-    it is applied; ``explain_pending`` asks the engine for each pending job's explanation."""
+    it is applied; ``explain_pending`` asks the engine for each pending job's explanation.
+    ``engine_state`` is what the engine keeps from one of this run's cycles to the next (a fresh
+    ``EngineState`` unless one is given)."""
 
     def __init__(
-        self, scenario: Scenario, policy: str = "default", *, explain_pending: bool = False
+        self,
+        scenario: Scenario,
+        policy: str | Policy = "default",
+        *,
+        explain_pending: bool = False,
+        engine_state: EngineState | None = None,
     ) -> None:
         self.sc = scenario
-        self.policy = get_policy(policy)
+        self.policy = get_policy(policy) if isinstance(policy, str) else policy
         self.explain_pending = explain_pending
+        self.engine_state = engine_state if engine_state is not None else EngineState()
         self.flavors = tuple(
             Flavor(
                 f.name,
@@ -329,7 +338,9 @@ class Simulator:
     def cycle(self, t: float) -> None:
         snap = self.snapshot(t)
         began = time.perf_counter()
-        result = run_cycle(snap, self.policy, explain_pending=self.explain_pending)
+        result = run_cycle(
+            snap, self.policy, explain_pending=self.explain_pending, state=self.engine_state
+        )
         seconds = time.perf_counter() - began
         self.report.cycle_time(seconds)
         # admissions alone leave nothing for a periodic cycle to add (work conservation);
@@ -524,7 +535,7 @@ class Simulator:
         return True
 
 
-def simulate(scenario: Scenario, policy: str = "default") -> dict[str, Any]:
+def simulate(scenario: Scenario, policy: str | Policy = "default") -> dict[str, Any]:
     """Replay ``scenario`` under ``policy`` and return the report of docs/SCENARIOS.md."""
     return Simulator(scenario, policy).run()
 

@@ -23,6 +23,7 @@ from django.utils import timezone
 from accounting.services import accrue_usage
 from dashboards.rollup import record_cycle
 from gpusched.engine.cycle import run_cycle as decide
+from gpusched.engine.state import EngineState
 from queues.models import CycleRun
 from queues.services import counters, lease, observe
 from queues.services.apply import apply_result
@@ -52,7 +53,8 @@ def run_cycle(
         with transaction.atomic():
             observe.finish_stops(moment, report)
         live = build_snapshot(moment)
-        result = decide(live.snapshot, policy)
+        # a fresh engine state: every snapshot object is new, so nothing kept would be reused
+        result = decide(live.snapshot, policy, state=EngineState())
         with transaction.atomic():
             lease.confirm(holder)
             effects += apply_result(live, result, report)

@@ -41,8 +41,10 @@ from __future__ import annotations
 
 import csv
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from gpusched.sim.traces.common import (
@@ -83,11 +85,13 @@ SLICE_SUFFIX = "-1g"
 SLICE_RESOURCE = "nvidia.com/mig-1g"
 SLICE_EQUIVALENT = 0.142857
 
-QOS_CLASS = {"LS": "prod", "Burstable": "std", "Guaranteed": "std", "BE": "spot"}
-SERVICE_CLASSES = (
-    {"name": "prod", "priority": 1000, "preemptible": False, "can_borrow": False},
-    {"name": "std", "priority": 100, "preemptible": True, "can_borrow": True},
-    {"name": "spot", "priority": 10, "preemptible": True, "can_borrow": True},
+QOS_CLASS: Mapping[str, str] = MappingProxyType(
+    {"LS": "prod", "Burstable": "std", "Guaranteed": "std", "BE": "spot"}
+)
+SERVICE_CLASSES: tuple[Mapping[str, Any], ...] = (
+    MappingProxyType({"name": "prod", "priority": 1000, "preemptible": False, "can_borrow": False}),
+    MappingProxyType({"name": "std", "priority": 100, "preemptible": True, "can_borrow": True}),
+    MappingProxyType({"name": "spot", "priority": 10, "preemptible": True, "can_borrow": True}),
 )
 
 

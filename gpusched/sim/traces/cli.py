@@ -6,8 +6,9 @@ from __future__ import annotations
 import argparse
 import inspect
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, TextIO
 
 import yaml
@@ -19,13 +20,15 @@ from gpusched.sim.traces.philly import import_philly
 
 TRACES = ("philly", "alibaba", "itp")
 
-ATTRIBUTION = {
-    "philly": "Microsoft Philly traces (Jeon et al., USENIX ATC '19; CC-BY-4.0), per-VC split "
-    "and durations from the PCS artifact (MIT), VC quotas from the HeliosArtifact (MIT)",
-    "alibaba": "Alibaba cluster-trace-gpu-v2023 (OpenB; Weng et al., USENIX ATC '23); "
-    "free for research and study",
-    "itp": "Microsoft ITP 2021 traces from the ElasticFlow artifact (MIT)",
-}
+ATTRIBUTION: Mapping[str, str] = MappingProxyType(
+    {
+        "philly": "Microsoft Philly traces (Jeon et al., USENIX ATC '19; CC-BY-4.0), per-VC split "
+        "and durations from the PCS artifact (MIT), VC quotas from the HeliosArtifact (MIT)",
+        "alibaba": "Alibaba cluster-trace-gpu-v2023 (OpenB; Weng et al., USENIX ATC '23); "
+        "free for research and study",
+        "itp": "Microsoft ITP 2021 traces from the ElasticFlow artifact (MIT)",
+    }
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -82,11 +85,13 @@ def _names(text: str) -> list[str]:
     return [part.strip() for part in text.split(",") if part.strip()]
 
 
-IMPORTERS: dict[str, Callable[..., TraceImport]] = {
-    "philly": import_philly,
-    "alibaba": import_alibaba,
-    "itp": import_itp,
-}
+IMPORTERS: Mapping[str, Callable[..., TraceImport]] = MappingProxyType(
+    {
+        "philly": import_philly,
+        "alibaba": import_alibaba,
+        "itp": import_itp,
+    }
+)
 
 
 def run_import(options: dict[str, Any]) -> TraceImport:

@@ -11,6 +11,7 @@ import pytest
 from benchmarks.generate import generate
 from gpusched.engine.cycle import run_cycle
 from gpusched.engine.model import CycleResult
+from gpusched.engine.state import EngineState
 from gpusched.sim.scenario import parse_scenario
 from gpusched.sim.simulate import Simulator, main, simulate
 from tests.gpusched.engine_builders import scenario
@@ -87,7 +88,8 @@ def test_run_cycle_gives_identical_decisions_for_the_same_snapshot() -> None:
     for job in sim.jobs.values():
         sim.submit(job)
     snap = sim.snapshot(0.0)
-    assert run_cycle(snap) == run_cycle(snap)
+    kept = EngineState()
+    assert run_cycle(snap, state=kept) == run_cycle(snap, state=kept) == run_cycle(snap)
 
 
 def test_gpus_are_never_overcommitted_in_a_generated_replay() -> None:
@@ -154,54 +156,44 @@ def test_run_cycle_does_not_depend_on_the_snapshots_it_saw_before() -> None:
     for job in list(sim.jobs.values())[:120]:
         sim.submit(job)
     first = sim.snapshot(0.0)
-    before = run_cycle(first)
+    kept = EngineState()
+    before = run_cycle(first, state=kept)
     sim.apply(before, 0.0)
     later = sim.snapshot(50.0)
-    run_cycle(later)  # the engine's caches now hold the later snapshot's jobs
-    assert run_cycle(first) == before
+    run_cycle(later, state=kept)  # the state now holds the later snapshot's jobs
+    assert run_cycle(first, state=kept) == before
 
 
 @pytest.mark.parametrize("seed", [0, 2, 5])
-def test_reusing_admission_failures_by_job_shape_changes_no_decision(
-    seed: int, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_reusing_admission_failures_by_job_shape_changes_no_decision(seed: int) -> None:
     """The walk's shortcuts (failures reused by job shape; once only admissions remain, shapes
     their quota blocks passed over whole) must decide exactly what trying every job decides."""
-    from gpusched.engine import cycle
-
     data = generate(seed=seed, nodes=30, queues=8, cohorts=2, jobs=300, mig_fraction=0.2)
     sc = parse_scenario(data, source=f"generated-{seed}")
     for policy in ("default", "fifo", "greedy"):
         memoized = simulate(sc, policy)
-        monkeypatch.setattr(cycle, "MEMOIZE", False)
-        fresh = simulate(sc, policy)
-        monkeypatch.setattr(cycle, "MEMOIZE", True)
+        fresh = Simulator(sc, policy, engine_state=EngineState(memoize=False)).run()
         assert memoized["events"] == fresh["events"], policy
         assert without_timing(memoized) == without_timing(fresh), policy
 
 
-@pytest.mark.parametrize("seed", [2, 5])
-def test_state_kept_between_cycles_and_skipped_explanations_change_no_decision(
-    seed: int, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The engine keeps release ends, victim pools, quota usage and the ranking from cycle to
-    cycle, and skips jobs it need not explain. Replaying every cycle from scratch and with
-    explanations must decide exactly the same."""
-    from gpusched.engine import context, cycle, ranking
-    from gpusched.sim import simulate as simulate_module
+class _FromScratch(Simulator):
+    """Every cycle on a fresh engine state, with every pending job explained."""
 
+    def cycle(self, t: float) -> None:
+        self.engine_state = EngineState()
+        super().cycle(t)
+
+
+@pytest.mark.parametrize("seed", [2, 5])
+def test_state_kept_between_cycles_and_skipped_explanations_change_no_decision(seed: int) -> None:
+    """The engine state keeps the layout, release ends, victim pools, quota usage and the
+    ranking from cycle to cycle, and the walk skips jobs it need not explain. Replaying every
+    cycle from scratch and with explanations must decide exactly the same."""
     data = generate(seed=seed, nodes=30, queues=8, cohorts=2, jobs=300, mig_fraction=0.2)
     sc = parse_scenario(data, source=f"generated-{seed}")
     kept = simulate(sc, "default")
-
-    def from_scratch(*args: Any, **kwargs: Any) -> Any:
-        context._state.clear()
-        monkeypatch.setattr(cycle, "_RANKER", ranking.Ranker())
-        kwargs["explain_pending"] = True
-        return run_cycle(*args, **kwargs)
-
-    monkeypatch.setattr(simulate_module, "run_cycle", from_scratch)
-    fresh = simulate(sc, "default")
+    fresh = _FromScratch(sc, "default", explain_pending=True).run()
     assert kept["events"] == fresh["events"]
     assert without_timing(kept) == without_timing(fresh)
 
