@@ -7,11 +7,11 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from django.conf import settings
-from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import F, Q
 from django.utils import timezone
 
+from queues.models import job_rules
 from queues.models.validators import dns_label
 
 if TYPE_CHECKING:
@@ -199,63 +199,15 @@ class Job(models.Model):
 
     def set_acceptable_flavors(self, flavors: Sequence[Flavor]) -> None:
         """Replace the acceptable flavors by ``flavors``, in that order of preference."""
-        if not flavors:
-            raise ValidationError({"flavors": "Choose at least one acceptable flavor."})
-        names = [flavor.name for flavor in flavors]
-        duplicates = sorted({name for name in names if names.count(name) > 1})
-        if duplicates:
-            raise ValidationError(
-                {"flavors": f"Each flavor may appear once; repeated: {', '.join(duplicates)}."}
-            )
+        job_rules.check_flavor_list(flavors)
         self.flavor_links.all().delete()
         JobFlavor.objects.bulk_create(
             JobFlavor(job=self, flavor=flavor, rank=rank) for rank, flavor in enumerate(flavors)
         )
 
     def clean(self) -> None:
-        errors: dict[str, str] = {}
-        if self.workers is not None and self.workers < 1:
-            errors["workers"] = "A job needs at least one worker."
-        if self.gpus_per_worker is not None and self.gpus_per_worker < 1:
-            errors["gpus_per_worker"] = "Each worker needs at least one GPU (or MIG slice)."
-        if self.min_workers is not None and self.workers is not None:
-            if self.min_workers < 1:
-                errors["min_workers"] = "min_workers must be at least 1 (or empty for a gang job)."
-            elif self.min_workers > self.workers:
-                errors["min_workers"] = (
-                    f"min_workers ({self.min_workers}) cannot exceed workers ({self.workers}): an "
-                    "elastic job starts with between min_workers and workers workers."
-                )
-        if self.topology_level and not self.topology_mode:
-            errors["topology_mode"] = (
-                f"Say whether topology level {self.topology_level!r} is required or preferred."
-            )
-        if self.topology_mode and not self.topology_level:
-            errors["topology_level"] = (
-                "Name the topology level (a node label key such as rack or block), or clear the "
-                "topology mode."
-            )
-        if self.estimated_runtime == 0:
-            errors["estimated_runtime"] = "The estimated runtime must be greater than 0 seconds."
-        if self.checkpoint_interval == 0:
-            errors["checkpoint_interval"] = (
-                "The checkpoint interval must be greater than 0 seconds."
-            )
-        if not isinstance(self.command, list) or not all(isinstance(c, str) for c in self.command):
-            errors["command"] = (
-                'The command must be a list of strings, e.g. ["python", "train.py"].'
-            )
-        if self.queue_id is not None and self.service_class_id is not None:
-            if not self.queue.accepts_service_class(self.service_class):
-                accepted = ", ".join(c.name for c in self.queue.allowed_service_classes.all())
-                errors["service_class"] = (
-                    f"Queue {self.queue} does not accept the {self.service_class.name!r} class; "
-                    f"it accepts: {accepted}."
-                )
-            if self._state.adding and not self.queue.is_open:
-                errors["queue"] = f"Queue {self.queue} is closed to new jobs."
-        if errors:
-            raise ValidationError(errors)
+        """The rules about the job's own fields (queues/models/job_rules.py)."""
+        job_rules.check_job_fields(self)
 
     def transition_to(self, new_state: str, *, now: datetime | None = None) -> list[str]:
         """Move the job to ``new_state`` in memory and return the changed field names.
