@@ -40,8 +40,9 @@ from queues.models import Cluster, Flavor, Job, JobEvent, ServiceClass
 logger = logging.getLogger(__name__)
 
 LEDGER_MARK = "usage-ledger"
-STOP_KINDS = ("preempted", "requeued", "failed", "succeeded", "cancelled")
-TIMELINE_KINDS = (*STOP_KINDS, "scaled", "admitted", "started")
+Kind = JobEvent.Kind
+# the events the ledger reads: those that end a run, scale it, place it and start it
+TIMELINE_KINDS = (*JobEvent.RUN_ENDS, Kind.SCALED, Kind.ADMITTED, Kind.STARTED)
 
 
 @dataclass(frozen=True)
@@ -74,7 +75,7 @@ def job_segments(
     if open_row is not None:
         runs.append((open_row.start, open_row.workers))
     for item in events:
-        begun = item.kind == "started" and item.at <= now and (since is None or item.at >= since)
+        begun = item.kind == Kind.STARTED and item.at <= now and (since is None or item.at >= since)
         if begun and (not runs or item.at > runs[-1][0]):
             runs.append((item.at, _workers_at(job, item.at, events)))
     running = job.state == Job.State.RUNNING and job.started_at is not None
@@ -104,9 +105,9 @@ def _follow_run(
     for item in _after_start(events, start):
         if item.at > now:
             continue
-        if item.kind in STOP_KINDS:
+        if item.kind in JobEvent.RUN_ENDS:
             return item.at, pieces
-        if item.kind == "scaled":
+        if item.kind == Kind.SCALED:
             new = int(item.data.get("workers", pieces[-1][1]))
             if new != pieces[-1][1]:
                 pieces.append((item.at, new))
@@ -120,7 +121,7 @@ def _after_start(events: Sequence[JobEvent], start: datetime) -> Sequence[JobEve
     for i in range(begin, len(events)):
         if events[i].at != start:
             break
-        if events[i].kind == "started":
+        if events[i].kind == Kind.STARTED:
             after = i + 1
     return events[after:]
 
@@ -142,7 +143,7 @@ def _close(
 
 def _workers_at(job: Job, start: datetime, events: Sequence[JobEvent]) -> int:
     """Workers when a run began at `start`: from its admission, else the job's current count."""
-    admitted = [e for e in events if e.kind == "admitted" and e.at <= start]
+    admitted = [e for e in events if e.kind == Kind.ADMITTED and e.at <= start]
     if admitted and "workers" in admitted[-1].data:
         return int(admitted[-1].data["workers"])
     return job.current_workers
@@ -202,7 +203,7 @@ class _Writer:
                     "gpu_equivalent",
                 )
             } | {"per_worker": open_row.units // max(open_row.workers, 1)}
-        admitted = [e for e in events if e.kind == "admitted" and e.at <= run_start]
+        admitted = [e for e in events if e.kind == Kind.ADMITTED and e.at <= run_start]
         data = admitted[-1].data if admitted else {}
         flavor_id = self.flavor_ids.get(str(data.get("flavor")))
         flavor_id = flavor_id or getattr(getattr(job, "runtime", None), "flavor_id", None)
@@ -303,7 +304,7 @@ def accrue_usage(now: datetime) -> AccrualReport:
         mark, _ = AccrualMark.objects.select_for_update().get_or_create(name=LEDGER_MARK)
         since = mark.at
         open_rows = {row.job_id: row for row in UsageRecord.objects.filter(closed=False)}
-        begun = JobEvent.objects.filter(kind="started", at__lte=now)
+        begun = JobEvent.objects.filter(kind=Kind.STARTED, at__lte=now)
         if since is not None:
             begun = begun.filter(at__gte=since)
         running = Job.objects.filter(

@@ -136,7 +136,7 @@ def seed(teams: int, days: int) -> dict[str, Any]:
     JobEvent.objects.bulk_create(
         (
             JobEvent(
-                job=job, kind="preempted", at=job.finished_at,
+                job=job, kind=JobEvent.Kind.PREEMPTED, at=job.finished_at,
                 data={"reason": rng.choice(["reclaim", "fair-share", "priority"])},
             )
             for job in created[:: max(1, len(created) // 400)]

@@ -99,7 +99,9 @@ def seed(jobs: int, pending_share: float) -> dict[str, Any]:
     )
     JobEvent.objects.bulk_create(
         (
-            JobEvent(job=job, at=job.submitted_at, kind="submitted", message="Submitted.")
+            JobEvent(
+                job=job, at=job.submitted_at, kind=JobEvent.Kind.SUBMITTED, message="Submitted."
+            )
             for job in created
         ),
         batch_size=2000,

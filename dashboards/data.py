@@ -36,7 +36,6 @@ from queues.services.queue_status import HOLDING_STATES, QueueStatus, queues_sta
 
 MIG_CONFIG_LABEL = "nvidia.com/mig.config"
 OTHER_TEAMS = "other teams"
-PREEMPTION_KINDS = ("preempted", "requeued")
 
 
 @dataclass(frozen=True)
@@ -317,7 +316,7 @@ def preemption_series(now: datetime, days: int = 14) -> PreemptionSeries:
     position = {d: i for i, d in enumerate(day_list)}
     counts: dict[str, list[int]] = defaultdict(lambda: [0] * days)
     for at, data in JobEvent.objects.filter(
-        kind__in=PREEMPTION_KINDS, at__gte=start, at__lte=now
+        kind__in=JobEvent.PREEMPTIONS, at__gte=start, at__lte=now
     ).values_list("at", "data"):
         reason = str((data or {}).get("reason") or "unknown")
         i = position.get(at.astimezone(UTC).date())

@@ -2,7 +2,7 @@
 
 The rows are those the live services would have written over the same month: ``Job`` rows in
 their final state and placement, their acceptable flavors, ``JobRuntime`` rows, the ``JobEvent``
-timeline (sentences from ``queues.services.messages``, the live services' own), the simulated
+timeline (built by ``queues.services.events``, as the live services build it), the simulated
 cluster's ``SimulatedWorkload`` rows of the work still on it (so the live demo carries on at
 ``SIMULATION_SPEED``), the queues' decayed usage, a ``CycleRun`` per replayed cycle and the
 metric counters. Everything derived from these (ledger, statements, dashboards, budget) is left
@@ -36,7 +36,7 @@ from queues.models import (
     ServiceClass,
     SimulatedWorkload,
 )
-from queues.services import counters, messages
+from queues.services import counters, events, messages
 from queues.services.effects import worker_layout
 from queues.services.messages import when
 from queues.services.observe import MAX_FAILURES
@@ -50,6 +50,7 @@ BATCH = 500
 # the simulator's job states -> the job's state in the database
 ENDED = {"finished": Job.State.SUCCEEDED, "failed": Job.State.FAILED}
 HOLDING = {"starting": Job.State.ADMITTED, "running": Job.State.RUNNING}
+Kind = JobEvent.Kind
 
 
 @dataclass
@@ -150,8 +151,8 @@ class HistoryWriter:
         """Where and since when the job's latest admission put it (kept once it ended)."""
         admit = story.admit
         assert admit is not None
-        admitted = last(story, "admitted")
-        started = last(story, "started")
+        admitted = last(story, Kind.ADMITTED)
+        started = last(story, Kind.STARTED)
         job.admitted_at = when(admitted.at) if admitted is not None else None
         if started is not None and admitted is not None and started.at >= admitted.at:
             job.started_at = when(started.at)
@@ -176,7 +177,7 @@ class HistoryWriter:
         for index, job in enumerate(self.jobs):
             story = self.sim.stories[str(index)]
             admit = story.admit
-            latest = next((m for m in reversed(story.moments) if m.kind != "pending"), None)
+            latest = next((m for m in reversed(story.moments) if m.kind != Kind.PENDING), None)
             runtime = JobRuntime(job=job, failures=story.failures)
             if admit is not None:
                 runtime.flavor = self.world.flavors[admit.flavor]
@@ -187,7 +188,7 @@ class HistoryWriter:
                 runtime.worker_nodes = [list(w) for w in layout]
             if job.state == Job.State.PENDING:
                 runtime.worker_nodes = []
-                if latest is not None and latest.kind == "requeued" and latest.stop is not None:
+                if latest is not None and latest.kind == Kind.REQUEUED and latest.stop is not None:
                     runtime.stop_reason = latest.stop.reason  # requeued at once by the engine
                 if story.info is not None:
                     message, estimate = messages.pending(story.info, self.label)
@@ -207,35 +208,33 @@ class HistoryWriter:
     def _events(self) -> None:
         timeline: list[tuple[float, int, JobEvent]] = []
         for index, job in enumerate(self.jobs):
-            request = self.requests[index][1]
-            text = messages.submitted(
-                str(job.queue),
-                request.user,
-                job.workers,
-                job.gpus_per_worker,
-                request.flavors,
-                request.service_class,
-            )
-            submitted = JobEvent(job=job, at=job.submitted_at, kind="submitted", message=text)
+            submitted = self.submitted(job, self.requests[index][1]).row(job, job.submitted_at)
             timeline.append((job.submitted_at.timestamp(), 0, submitted))
             for moment in self.sim.stories[str(index)].moments:
-                timeline.append((moment.at, moment.order, self._event(job, moment)))
+                at = when(moment.at)
+                timeline.append((moment.at, moment.order, self.said(job, moment, at).row(job, at)))
         timeline.sort(key=lambda item: item[:2])
         JobEvent.objects.bulk_create([item[2] for item in timeline], batch_size=BATCH)
 
-    def _event(self, job: Job, moment: Moment) -> JobEvent:
-        at = when(moment.at)
-        text, data = self._said(job, moment, at)
-        return JobEvent(job=job, at=at, kind=moment.kind, message=text, data=data)
+    def submitted(self, job: Job, request: JobRequest) -> events.Said:
+        """The submission, as ``queues.services.submit_job`` writes it."""
+        return events.submitted(
+            queue=str(job.queue),
+            owner=request.user,
+            workers=job.workers,
+            gpus_per_worker=job.gpus_per_worker,
+            flavors=request.flavors,
+            service_class=request.service_class,
+        )
 
-    def _said(self, job: Job, moment: Moment, at: datetime) -> tuple[str, dict[str, Any]]:
-        """The event's sentence and data, as the live service that writes it says them."""
+    def said(self, job: Job, moment: Moment, at: datetime) -> events.Said:
+        """The moment's event, as the live service that writes it builds it."""
         if moment.info is not None:
-            return messages.pending(moment.info, self.label)[0], {"reason": moment.info.reason}
+            message = messages.pending(moment.info, self.label)[0]
+            return events.pending(reason=moment.info.reason, message=message)
         if moment.admit is not None:
             admit = moment.admit
-            start = when(admit.start_at)
-            text = messages.admitted(
+            return events.admitted(
                 cluster=admit.cluster,
                 flavor=admit.flavor,
                 placement=admit.placement,
@@ -243,53 +242,46 @@ class HistoryWriter:
                 queue=queue_key(job.queue),
                 borrowing=admit.borrowing,
                 cohort=job.queue.cohort.name if job.queue.cohort else None,
-                start=start,
+                start=when(admit.start_at),
                 now=at,
             )
-            data = {
-                "cluster": admit.cluster,
-                "flavor": admit.flavor,
-                "placement": dict(admit.placement),
-                "workers": admit.workers,
-                "borrowing": admit.borrowing,
-                "start_at": start.isoformat(),
-            }
-            return text, data
-        if moment.kind == "started":
-            return messages.started(moment.workers, moment.nodes), {}
-        if moment.kind == "succeeded":
-            return messages.SUCCEEDED, {}
+        if moment.kind == Kind.STARTED:
+            return events.started(workers=moment.workers, nodes=moment.nodes)
+        if moment.kind == Kind.SUCCEEDED:
+            return events.succeeded()
         if moment.failures:
             detail = messages.worker_detail(0, moment.failed_node, FAILURE_MESSAGE)
-            text = messages.worker_failure(detail, moment.failures, MAX_FAILURES)
-            return text, {"failures": moment.failures}
+            return events.worker_failed(detail=detail, failures=moment.failures, limit=MAX_FAILURES)
         if moment.stop is not None:
-            return self._stop_said(job, moment, at)
+            return self._stopped(job, moment, at)
         if moment.scale is not None:
             scale = moment.scale
-            text = messages.scaled(
-                moment.workers_before, scale.workers, self.label(scale.by), scale.reason
+            return events.scaled(
+                before=moment.workers_before,
+                workers=scale.workers,
+                by=self.label(scale.by),
+                reason=scale.reason,
             )
-            return text, {"workers": scale.workers}
-        return messages.back_in_queue(job.submitted_at), {}  # requeued after its grace period
+        return events.back_in_queue(submitted_at=job.submitted_at)  # after its grace period
 
-    def _stop_said(self, job: Job, moment: Moment, at: datetime) -> tuple[str, dict[str, Any]]:
+    def _stopped(self, job: Job, moment: Moment, at: datetime) -> events.Said:
         stop = moment.stop
         assert stop is not None
         preemptor = self.job(stop.by)
         cls = preemptor.service_class if preemptor is not None else None
-        text = messages.stopped(
-            stop.reason,
+        return events.stopped(
+            moment.kind,
+            reason=stop.reason,
+            by=self.pk(stop.by),
+            by_label=self.label(stop.by),
             now=at,
             release=when(stop.release_at),
-            by=self.label(stop.by),
             their_queue=queue_key(preemptor.queue) if preemptor is not None else "?",
             mine=queue_key(job.queue),
             preemptor_class=(cls.name, cls.priority) if cls is not None else None,
             service_class=job.service_class.name,
             max_runtime=job.service_class.max_runtime,
         )
-        return text, {"reason": stop.reason, "by": self.pk(stop.by)}
 
     # -- the simulated cluster -----------------------------------------------------------------
     def _workloads(self) -> None:
@@ -300,7 +292,7 @@ class HistoryWriter:
             if job.state not in (Job.State.RUNNING, Job.State.PREEMPTED) or not job.placement:
                 continue
             story = self.sim.stories[str(index)]
-            started = last(story, "started")
+            started = last(story, Kind.STARTED)
             if started is None:
                 continue
             row = SimulatedWorkload(
@@ -315,7 +307,7 @@ class HistoryWriter:
                 row.run_seconds, row.fails = story.run.seconds, story.run.fails
             stop = story.stop
             if job.state == Job.State.PREEMPTED and stop is not None:
-                stopped = last(story, "preempted")
+                stopped = last(story, Kind.PREEMPTED)
                 row.stop_requested_at = self._live(when(stopped.at if stopped else stop.release_at))
                 row.gone_at = self._live(when(stop.release_at))
             rows.append(row)

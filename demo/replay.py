@@ -35,7 +35,10 @@ from gpusched.sim.scenario import (
 )
 from gpusched.sim.simulate import FINISH, TICK, SimJob, Simulator
 from queues.clusters.simulated import run_outcome
+from queues.models import JobEvent
 from queues.services.observe import MAX_FAILURES
+
+Kind = JobEvent.Kind
 
 FAIL = TICK + 1  # an event kind of the replay's own: a worker of the run fails
 WORKER_FAILURE = "worker-failure"
@@ -205,7 +208,7 @@ class HistorySimulator(Simulator):
     def note(self, name: str, moment: Moment) -> None:
         moment.order = self.recorded = self.recorded + 1
         self.stories[name].moments.append(moment)
-        if moment.kind != "pending":  # a cycle reports how many wait, not their explanations
+        if moment.kind != Kind.PENDING:  # a cycle reports how many wait, not their explanations
             self.counts[moment.kind] += 1
 
     # -- the engine's decisions ------------------------------------------------------------
@@ -215,18 +218,18 @@ class HistorySimulator(Simulator):
         for scale in result.scales:
             job = self.jobs[scale.job]
             self.stories[scale.job].placement = dict(scale.placement)
-            self.note(scale.job, Moment(t, "scaled", scale=scale, workers_before=job.workers))
+            self.note(scale.job, Moment(t, Kind.SCALED, scale=scale, workers_before=job.workers))
         for admit in result.admits:
             story = self.stories[admit.job]
             story.admit, story.reason, story.info = admit, "", None
             story.placement = dict(admit.placement)
-            self.note(admit.job, Moment(t, "admitted", admit=admit))
+            self.note(admit.job, Moment(t, Kind.ADMITTED, admit=admit))
         for name, info in result.pending.items():
             story = self.stories[name]
             story.info = info
             if info.reason != story.reason:
                 story.reason = info.reason
-                self.note(name, Moment(t, "pending", info=info))
+                self.note(name, Moment(t, Kind.PENDING, info=info))
         if result.reservation is not None:
             self.counts["reserved"] += 1
         self.cycles.append(CycleRecord(t, seconds, self.counts, len(result.pending)))
@@ -236,10 +239,11 @@ class HistorySimulator(Simulator):
         story = self.stories[stop.job]
         story.stop, story.run = stop, None
         if not stop.requeue:
-            kind = "failed"
+            kind = Kind.FAILED
         else:
             story.requeues += 1
-            kind = "preempted" if stop.release_at > t and job.state != "starting" else "requeued"
+            stopping = stop.release_at > t and job.state != "starting"
+            kind = Kind.PREEMPTED if stopping else Kind.REQUEUED
         self.note(stop.job, Moment(t, kind, stop=stop))
 
     # -- what the cluster does -------------------------------------------------------------
@@ -252,15 +256,15 @@ class HistorySimulator(Simulator):
         )
         story.run = Run(started=t, seconds=seconds, fails=fails)
         nodes = tuple(sorted(job.placement))
-        self.note(name, Moment(t, "started", nodes=nodes, workers=job.workers))
+        self.note(name, Moment(t, Kind.STARTED, nodes=nodes, workers=job.workers))
         if fails:
             self.push(t + seconds, FAIL, name, job.version)
 
     def release(self, job: SimJob, t: float) -> None:
         story = self.stories[job.spec.name]
         back = job.state == "stopping" and job.requeue and job.release_at is not None
-        if back and story.moments and story.moments[-1].kind == "preempted":
-            self.note(job.spec.name, Moment(t, "requeued"))  # its grace period is over
+        if back and story.moments and story.moments[-1].kind == Kind.PREEMPTED:
+            self.note(job.spec.name, Moment(t, Kind.REQUEUED))  # its grace period is over
         super().release(job, t)
 
     def handle(self, kind: int, name: str, version: int, t: float) -> bool:
@@ -271,7 +275,7 @@ class HistorySimulator(Simulator):
             if kind == FAIL:
                 return self._worker_failed(job, t)
             self.stories[name].run = None
-            self.note(name, Moment(t, "succeeded"))
+            self.note(name, Moment(t, Kind.SUCCEEDED))
         return super().handle(kind, name, version, t)
 
     def _worker_failed(self, job: SimJob, t: float) -> bool:
@@ -279,9 +283,9 @@ class HistorySimulator(Simulator):
         story = self.stories[name]
         story.failures += 1
         story.run = None
-        node = _first_worker_node(job.placement, job.spec.gpus_per_worker)
+        node = first_worker_node(job.placement, job.spec.gpus_per_worker)
         requeue = story.failures < MAX_FAILURES
-        kind = "requeued" if requeue else "failed"
+        kind = Kind.REQUEUED if requeue else Kind.FAILED
         if requeue:
             story.requeues += 1
         self.note(name, Moment(t, kind, failures=story.failures, failed_node=node))
@@ -289,6 +293,6 @@ class HistorySimulator(Simulator):
         return True
 
 
-def _first_worker_node(placement: dict[str, int], per_worker: int) -> str:
+def first_worker_node(placement: dict[str, int], per_worker: int) -> str:
     """The node of worker 0 (the one a failing simulated run reports): the first by name."""
     return min((n for n, units in placement.items() if units >= per_worker), default="")

@@ -128,7 +128,7 @@ def test_job_change_page_shows_the_job_and_its_events(
     from queues.models import JobEvent
 
     job = make_job(queue=queue_a, owner=researcher_a, name="vision-train")
-    JobEvent.objects.create(job=job, kind="submitted", message="submitted by rae")
+    JobEvent.objects.create(job=job, kind=JobEvent.Kind.SUBMITTED, message="submitted by rae")
     html = admin_client_.get(f"/admin/queues/job/{job.pk}/change/").content.decode()
     assert "vision-train" in html
     assert "submitted by rae" in html

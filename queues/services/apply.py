@@ -15,12 +15,12 @@ from gpusched.engine import model as engine
 from gpusched.engine.explain import PendingInfo
 from gpusched.engine.fairshare import decay_usage
 from queues.models import Job, JobEvent, JobRuntime, Queue
-from queues.services import counters, messages
+from queues.services import counters, events, messages
 from queues.services import effects as fx
 from queues.services.messages import clock, when
 from queues.services.report import CycleReport
 from queues.services.snapshot import LiveSnapshot, queue_key
-from queues.services.transitions import event, job_label, move, set_runtime
+from queues.services.transitions import move, set_runtime
 
 RUNTIME_FIELDS_ON_PENDING = ["pending_reason", "pending_message", "estimated_start"]
 
@@ -57,19 +57,22 @@ class Applier:
         cluster_id = job.cluster_id
         release = when(decision.release_at)
         grace = max(0.0, (release - self.now).total_seconds())
-        text = self._stop_text(job, decision, release)
         if not decision.requeue:
+            kind = JobEvent.Kind.FAILED
+        elif release > self.now:
+            kind = JobEvent.Kind.PREEMPTED  # stopping; back in the queue after the grace period
+        else:
+            kind = JobEvent.Kind.REQUEUED
+        said = self._stopped(kind, job, decision, release)  # (before the move clears placement)
+        if kind == JobEvent.Kind.FAILED:
             if not move(job, Job.State.FAILED, self.now):
                 return
             set_runtime(job.pk, stop_reason=decision.reason, release_at=release)
-            kind = "failed"
         else:
             if not move(job, Job.State.PREEMPTED, self.now):
                 return
-            kind = "preempted"  # stopping; back in the queue after the grace period
             stop_by = int(decision.by) if decision.by is not None else None
-            if release <= self.now:
-                kind = "requeued"
+            if kind == JobEvent.Kind.REQUEUED:
                 move(job, Job.State.PENDING, self.now)
                 set_runtime(
                     job.pk,
@@ -84,17 +87,20 @@ class Applier:
                 )
         counters.increment("gpuplatform_preemptions_total", reason=decision.reason)
         self.effects.append(fx.stop(job, grace, cluster_id))
-        self.events.append(event(job, kind, text, self.now, reason=decision.reason, by=decision.by))
-        self.report.add(kind, f"{job_label(job)}: {text}")
+        self._record(job, said)
 
-    def _stop_text(self, job: Job, decision: engine.Stop, release: datetime) -> str:
+    def _stopped(
+        self, kind: str, job: Job, decision: engine.Stop, release: datetime
+    ) -> events.Said:
         preemptor = self.jobs.get(decision.by or "")
         cls = preemptor.service_class if preemptor is not None else None
-        return messages.stopped(
-            decision.reason,
+        return events.stopped(
+            kind,
+            reason=decision.reason,
+            by=decision.by,
+            by_label=self.label(decision.by),
             now=self.now,
             release=release,
-            by=self.label(decision.by),
             their_queue=queue_key(preemptor.queue) if preemptor is not None else "?",
             mine=queue_key(job.queue),
             preemptor_class=(cls.name, cls.priority) if cls is not None else None,
@@ -131,12 +137,16 @@ class Applier:
         previous = [(int(i), str(n)) for i, n in (runtime.worker_nodes if runtime else [])]
         set_runtime(job.pk, worker_nodes=[list(w) for w in fx.worker_layout(previous, placement)])
         job.placement, job.current_workers = placement, decision.workers
-        text = messages.scaled(before, decision.workers, self.label(decision.by), decision.reason)
+        said = events.scaled(
+            before=before,
+            workers=decision.workers,
+            by=self.label(decision.by),
+            reason=decision.reason,
+        )
         if decision.reason != "grow":
             counters.increment("gpuplatform_preemptions_total", reason=decision.reason or "")
         self.effects.append(fx.scale(job))
-        self.events.append(event(job, "scaled", text, self.now, workers=decision.workers))
-        self.report.add("scaled", f"{job_label(job)}: {text}")
+        self._record(job, said)
 
     # -- admissions ----------------------------------------------------------------------------
     def admit(self, decision: engine.Admit) -> None:
@@ -175,7 +185,7 @@ class Applier:
             estimated_start=None,
         )
         queue = queue_key(job.queue)
-        text = messages.admitted(
+        said = events.admitted(
             cluster=cluster.name,
             flavor=flavor.name,
             placement=decision.placement,
@@ -189,21 +199,10 @@ class Applier:
         if start <= self.now:
             self.effects.append(fx.launch(job))
         counters.increment("gpuplatform_admitted_workloads_total", queue=queue)
-        self.events.append(
-            event(
-                job,
-                "admitted",
-                text,
-                self.now,
-                cluster=cluster.name,
-                flavor=flavor.name,
-                placement=dict(decision.placement),
-                workers=decision.workers,
-                borrowing=decision.borrowing,
-                start_at=start.isoformat(),
-            )
-        )
-        self.report.add("admitted", f"{job_label(job)}: {text}")
+        self._record(job, said)
+
+    def _record(self, job: Job, said: events.Said) -> None:
+        self.events.append(events.recorded(job, said, self.now, self.report))
 
     # -- pending explanations ------------------------------------------------------------------
     def explain(self, result: engine.CycleResult) -> None:
@@ -236,7 +235,8 @@ class Applier:
                 )
             )
             if old_reason != info.reason:
-                self.events.append(event(pk, "pending", message, self.now, reason=info.reason))
+                said = events.pending(reason=info.reason, message=message)
+                self.events.append(said.row(pk, self.now))
         if changed:
             JobRuntime.objects.bulk_create(
                 changed,

@@ -27,8 +27,9 @@ from queues.clusters.base import (
 )
 from queues.clusters.factory import get_driver
 from queues.clusters.manifests import team_namespace
-from queues.models import Cluster, Job, JobEvent, JobRuntime
+from queues.models import Cluster, Job, JobRuntime
 from queues.services import counters
+from queues.services import events as job_events
 from queues.services.transitions import move
 
 logger = logging.getLogger(__name__)
@@ -166,12 +167,7 @@ def _reject(effect: Effect, job: Job | None, message: str, now: datetime | None)
         return
     with transaction.atomic():
         if move(job, Job.State.FAILED, now):
-            JobEvent.objects.create(
-                job=job,
-                at=now,
-                kind="failed",
-                message=f"The cluster rejected the job, so it cannot start: {message}",
-            )
+            job_events.rejected(reason=message).row(job, now).save()
 
 
 def mark_degraded(cluster: Cluster, message: str) -> None:

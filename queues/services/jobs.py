@@ -18,9 +18,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from gpuplatform import access
-from queues.models import Flavor, IllegalTransition, Job, JobEvent, JobRuntime, Queue, ServiceClass
+from queues.models import Flavor, IllegalTransition, Job, JobRuntime, Queue, ServiceClass
 from queues.services import effects as fx
-from queues.services import messages
+from queues.services import events as job_events
 from queues.services.transitions import move, set_runtime
 
 logger = logging.getLogger(__name__)
@@ -109,19 +109,14 @@ def submit_job(
         job.save()
         job.set_acceptable_flavors(list(flavors))
         JobRuntime.objects.create(job=job)
-        JobEvent.objects.create(
-            job=job,
-            at=moment,
-            kind="submitted",
-            message=messages.submitted(
-                str(queue),
-                str(owner),
-                workers,
-                gpus_per_worker,
-                [f.name for f in flavors],
-                str(service_class),
-            ),
-        )
+        job_events.submitted(
+            queue=str(queue),
+            owner=str(owner),
+            workers=workers,
+            gpus_per_worker=gpus_per_worker,
+            flavors=[f.name for f in flavors],
+            service_class=str(service_class),
+        ).row(job, moment).save()
         queue_cycle()
     return job
 
@@ -155,7 +150,7 @@ def _cancel(job: Job, by_user: Any, now: datetime) -> bool:
     if state == Job.State.PENDING:
         if not move(job, Job.State.CANCELLED, now):
             return False
-        text = f"Cancelled by {by_user} before it started."
+        said = job_events.cancelled(by=str(by_user), state=state)
     elif state in (Job.State.ADMITTED, Job.State.RUNNING):
         if not move(job, Job.State.CANCELLED, now):
             return False
@@ -163,15 +158,12 @@ def _cancel(job: Job, by_user: Any, now: datetime) -> bool:
         set_runtime(job.pk, stop_reason="cancelled", release_at=release, stop_by=None)
         effect = fx.stop(job, grace, cluster_id)
         transaction.on_commit(lambda: fx.run_effects([effect]))
-        text = (
-            f"Cancelled by {by_user}: its workers stop with a {grace} s grace period "
-            f"(GPUs free at {release:%Y-%m-%d %H:%M:%S} UTC)."
-        )
+        said = job_events.cancelled(by=str(by_user), state=state, grace=grace, release=release)
     else:  # preempted, already stopping: keep its GPUs counted until its release time
         if not move(job, Job.State.PENDING, now):
             return False
         move(job, Job.State.CANCELLED, now, cluster_id=cluster_id, placement=placement)
         set_runtime(job.pk, stop_reason="cancelled", stop_by=None)
-        text = f"Cancelled by {by_user} while it was being preempted."
-    JobEvent.objects.create(job=job, at=now, kind="cancelled", message=text)
+        said = job_events.cancelled(by=str(by_user), state=state)
+    said.row(job, now).save()
     return True

@@ -1,7 +1,7 @@
 """The sentences of the job timeline (``JobEvent.message``), from plain values.
 
-The live services (submission, apply, observe) and the demo's history replay (``demo.history``)
-write their events with these, so a replayed month reads exactly like a live one.
+``queues.services.events`` puts them in the events the live services and the demo's history
+replay (``demo.history``) write, so a replayed month reads exactly like a live one.
 """
 
 from __future__ import annotations
@@ -142,6 +142,23 @@ def worker_failure(detail: str, failures: int, limit: int) -> str:
         f"A worker failed ({detail}): the whole gang was stopped and requeued with its "
         f"original submission time (failure {failures} of at most {limit})."
     )
+
+
+def cancelled(by: str, *, release: datetime | None, grace: int, stopping: bool) -> str:
+    """Cancelled by ``by``: holding GPUs (they are free at ``release``, after ``grace``
+    seconds), already ``stopping`` (preempted), or else before it started."""
+    if release is not None:
+        return (
+            f"Cancelled by {by}: its workers stop with a {grace} s grace period "
+            f"(GPUs free at {release:%Y-%m-%d %H:%M:%S} UTC)."
+        )
+    if stopping:
+        return f"Cancelled by {by} while it was being preempted."
+    return f"Cancelled by {by} before it started."
+
+
+def rejected(reason: str) -> str:
+    return f"The cluster rejected the job, so it cannot start: {reason}"
 
 
 def back_in_queue(submitted_at: datetime) -> str:

@@ -27,10 +27,11 @@ from queues.clusters.base import (
 from queues.clusters.factory import get_driver
 from queues.models import Cluster, Flavor, Job, JobEvent, JobRuntime, Node
 from queues.services import effects as fx
+from queues.services import events as job_events
 from queues.services import messages
 from queues.services.report import CycleReport
 from queues.services.snapshot import HOLDING_STATES
-from queues.services.transitions import event, job_label, move, set_runtime
+from queues.services.transitions import move, set_runtime
 
 logger = logging.getLogger(__name__)
 
@@ -152,9 +153,11 @@ def _follow(
         if not move(job, Job.State.RUNNING, now):
             return []
         nodes = sorted({w.node for w in workload.workers})
-        text = messages.started(len(workload.workers), nodes)
-        report.add("started", f"{job_label(job)}: {text}")
-        out = [event(job, "started", text, now)]
+        out = [
+            job_events.recorded(
+                job, job_events.started(workers=len(workload.workers), nodes=nodes), now, report
+            )
+        ]
         if phase == WorkloadPhase.RUNNING:
             return out
         return out + _follow(job, runtime, workload, now, effects, report)
@@ -163,9 +166,7 @@ def _follow(
         if not move(job, Job.State.SUCCEEDED, now):
             return []
         effects.append(fx.stop(job, 0, cluster_id))  # remove the completed pods
-        text = messages.SUCCEEDED
-        report.add("succeeded", f"{job_label(job)}: {text}")
-        return [event(job, "succeeded", text, now)]
+        return [job_events.recorded(job, job_events.succeeded(), now, report)]
     if phase == WorkloadPhase.FAILED:
         failed = [w for w in workload.workers if w.phase == "failed"]
         detail = "; ".join(messages.worker_detail(w.index, w.node, w.message) for w in failed)
@@ -184,21 +185,18 @@ def _worker_failure(
     """One worker failed: the gang is stopped whole and requeued, or failed after the limit."""
     failures = (runtime.failures if runtime is not None else 0) + 1
     cluster_id = job.cluster_id
-    if failures >= MAX_FAILURES:
+    said = job_events.worker_failed(detail=detail, failures=failures, limit=MAX_FAILURES)
+    if said.kind == JobEvent.Kind.FAILED:
         if not move(job, Job.State.FAILED, now):
             return []
-        kind = "failed"
     else:
         if not move(job, Job.State.PREEMPTED, now) or not move(job, Job.State.PENDING, now):
             return []
-        kind = "requeued"
-    text = messages.worker_failure(detail, failures, MAX_FAILURES)
     set_runtime(
         job.pk, failures=failures, release_at=None, stop_reason="", stop_by=None, worker_nodes=[]
     )
     effects.append(fx.stop(job, 0, cluster_id))
-    report.add(kind, f"{job_label(job)}: {text}")
-    return [event(job, kind, text, now, failures=failures)]
+    return [job_events.recorded(job, said, now, report)]
 
 
 def _terminating(workload: WorkloadStatus) -> bool:
@@ -240,7 +238,9 @@ def finish_stops(now: datetime, report: CycleReport) -> None:
         if not move(job, Job.State.PENDING, now):
             continue
         set_runtime(job.pk, release_at=None, stop_reason="", stop_by=None, worker_nodes=[])
-        text = messages.back_in_queue(job.submitted_at)
-        report.add("requeued", f"{job_label(job)}: {text}")
-        events.append(event(job, "requeued", text, now))
+        events.append(
+            job_events.recorded(
+                job, job_events.back_in_queue(submitted_at=job.submitted_at), now, report
+            )
+        )
     JobEvent.objects.bulk_create(events)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from queues.models import Job, JobEvent, JobRuntime
+from queues.models import Job, JobRuntime
 
 
 def field_values(job: Job, fields: list[str]) -> dict[str, Any]:
@@ -30,12 +30,6 @@ def move(job: Job, new_state: str, now: datetime, **extra: Any) -> bool:
     values = field_values(job, fields)
     values.update(extra)
     return Job.objects.filter(pk=job.pk, state=old).update(**values) == 1
-
-
-def event(job: Job | int, kind: str, message: str, now: datetime, **data: Any) -> JobEvent:
-    """An unsaved event (callers bulk-create them)."""
-    job_id = job if isinstance(job, int) else job.pk
-    return JobEvent(job_id=job_id, at=now, kind=kind, message=message, data=data)
 
 
 def set_runtime(job_id: int, **values: Any) -> None:

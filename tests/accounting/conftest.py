@@ -58,13 +58,17 @@ class Script:
         self.job.current_workers = workers
         set_runtime(self.job.pk, flavor=self.flavor)
         self._event(
-            "admitted", at, workers=workers, cluster=self.cluster.name, flavor=self.flavor.name
+            JobEvent.Kind.ADMITTED,
+            at,
+            workers=workers,
+            cluster=self.cluster.name,
+            flavor=self.flavor.name,
         )
         return self
 
     def start(self, at: datetime) -> Script:
         assert move(self.job, Job.State.RUNNING, at)
-        self._event("started", at)
+        self._event(JobEvent.Kind.STARTED, at)
         return self
 
     def run(self, at: datetime, workers: int | None = None) -> Script:
@@ -73,18 +77,18 @@ class Script:
     def scale(self, at: datetime, workers: int) -> Script:
         Job.objects.filter(pk=self.job.pk).update(current_workers=workers)
         self.job.current_workers = workers
-        self._event("scaled", at, workers=workers)
+        self._event(JobEvent.Kind.SCALED, at, workers=workers)
         return self
 
     def preempt(self, at: datetime) -> Script:
         assert move(self.job, Job.State.PREEMPTED, at)
         assert move(self.job, Job.State.PENDING, at)
-        self._event("preempted", at)
+        self._event(JobEvent.Kind.PREEMPTED, at)
         return self
 
     def end(self, at: datetime, state: str = Job.State.SUCCEEDED) -> Script:
         assert move(self.job, state, at)
-        self._event(state, at)
+        self._event(JobEvent.Kind(state), at)  # a job's end and its event share the name
         return self
 
 

@@ -154,7 +154,9 @@ def grow(
             pending = make_job(queue=queue, owner=researcher_a, name="waits")
             ledger_row(job, now - timedelta(hours=2), now - timedelta(minutes=1), 1)
             ledger_row(job, now - timedelta(days=40), now - timedelta(days=39), 2)
-            JobEvent.objects.create(job=pending, kind="preempted", data={"reason": "reclaim"})
+            JobEvent.objects.create(
+                job=pending, kind=JobEvent.Kind.PREEMPTED, data={"reason": "reclaim"}
+            )
         now = timezone.now()
         for minutes in range(60, 0, -5):  # the cycles of the last hour sampled the nodes
             sample_capacity(now - timedelta(minutes=minutes))

@@ -152,12 +152,12 @@ def test_preemption_series_counts_per_day_and_reason(
     job = make_job(queue=queue_a, owner=researcher_a)
     now = datetime(2026, 3, 10, 12, 0, tzinfo=UTC)
     for when, kind, reason in [
-        (now - timedelta(days=1), "preempted", "reclaim"),
-        (now - timedelta(hours=1), "preempted", "reclaim"),
-        (now - timedelta(hours=2), "preempted", "fair-share"),
-        (now - timedelta(hours=3), "requeued", "node-failure"),
-        (now - timedelta(hours=4), "admitted", ""),
-        (now - timedelta(days=30), "preempted", "reclaim"),  # outside the window
+        (now - timedelta(days=1), JobEvent.Kind.PREEMPTED, "reclaim"),
+        (now - timedelta(hours=1), JobEvent.Kind.PREEMPTED, "reclaim"),
+        (now - timedelta(hours=2), JobEvent.Kind.PREEMPTED, "fair-share"),
+        (now - timedelta(hours=3), JobEvent.Kind.REQUEUED, "node-failure"),
+        (now - timedelta(hours=4), JobEvent.Kind.ADMITTED, ""),
+        (now - timedelta(days=30), JobEvent.Kind.PREEMPTED, "reclaim"),  # outside the window
     ]:
         JobEvent.objects.create(job=job, kind=kind, at=when, data={"reason": reason})
     series = data.preemption_series(now, days=3)

@@ -35,7 +35,6 @@ from queues.services import run_cycle
 pytestmark = pytest.mark.django_db
 
 HISTORY_DAYS = 3
-STOP_KINDS = {"preempted", "requeued", "failed", "succeeded", "cancelled"}
 
 
 @pytest.fixture(scope="module")
@@ -84,9 +83,9 @@ def billed_unit_seconds_from_events(job: Job, until: datetime) -> float:
     """Units x seconds from each `started` event to the next stop event (or `until`)."""
     total, started = 0.0, None
     for event in job.events.order_by("at", "pk"):
-        if event.kind == "started" and started is None:
+        if event.kind == JobEvent.Kind.STARTED and started is None:
             started = event.at
-        elif event.kind in STOP_KINDS and started is not None:
+        elif event.kind in JobEvent.RUN_ENDS and started is not None:
             total += (event.at - started).total_seconds()
             started = None
     if started is not None:
@@ -133,9 +132,9 @@ def test_ledger_gpu_hours_equal_what_the_simulator_ran(seeded: str) -> None:
     for index, job in enumerate(jobs):
         ran, began = 0.0, None
         for moment in sim.stories[str(index)].moments:
-            if moment.kind == "started":
+            if moment.kind == JobEvent.Kind.STARTED:
                 began = moment.at
-            elif moment.kind in STOP_KINDS and began is not None:
+            elif moment.kind in JobEvent.RUN_ENDS and began is not None:
                 ran, began = ran + moment.at - began, None
         if began is not None:
             ran += now.timestamp() - began
@@ -273,10 +272,10 @@ def admissions_without_a_stop_between(job: Job) -> int:
     """How many times the job was admitted again while it still held its earlier admission."""
     twice, holding = 0, False
     for kind in job.events.order_by("at", "pk").values_list("kind", flat=True):
-        if kind == "admitted":
+        if kind == JobEvent.Kind.ADMITTED:
             twice += holding
             holding = True
-        elif kind in STOP_KINDS:
+        elif kind in JobEvent.RUN_ENDS:
             holding = False
     return twice
 

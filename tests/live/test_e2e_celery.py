@@ -24,7 +24,8 @@ from tests.live.helpers import build_world
 pytestmark = pytest.mark.e2e
 
 DEADLINE_SECONDS = 60
-RELEASING = {"succeeded", "failed", "requeued"}  # events after which a job's GPUs are free
+# events after which a job's GPUs are free
+RELEASING = {JobEvent.Kind.SUCCEEDED, JobEvent.Kind.FAILED, JobEvent.Kind.REQUEUED}
 
 
 def database_url() -> str:
