@@ -1,25 +1,22 @@
 """Jobs through the API: what a job looks like (``JobSerializer``), what a submission may say
 (``JobSubmitSerializer``, also the body of ``jobs/estimate``) and the job's events.
 
-The submission is validated here with field-named errors (unknown flavor, a gang no cluster can
-ever hold, min_workers above workers, a class the queue refuses, a queue the caller may not use),
-then ``queues.services.submit_job`` creates it.
+The serializer only parses a submission (types, names of flavors and classes, the queue among
+those the caller can see); its rules are queues/models/job_rules.py's, checked in ``validate``
+(the same errors as the submit form's), then ``queues.services.submit_job`` creates the job.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
 from typing import Any
 
+from django.core.validators import MaxValueValidator, MinValueValidator
 from rest_framework import serializers
 
 from gpuplatform import access
-from gpuplatform.rest import MAX_INT, StrictCharField, bounded_int, reject_nul
-from queues.models import Flavor, Job, JobEvent, Node, Queue, ServiceClass
-
-MAX_WORKERS = 100_000
-MAX_GPUS_PER_WORKER = 10_000
-MAX_FLAVORS = 20
+from gpuplatform.rest import StrictCharField, reject_nul
+from queues.models import Flavor, Job, JobEvent, Queue, ServiceClass
+from queues.models import job_rules as rules
 
 
 class JobSerializer(serializers.ModelSerializer[Job]):
@@ -108,19 +105,15 @@ class JobEventSerializer(serializers.ModelSerializer[JobEvent]):
         read_only_fields = fields
 
 
-def capacity_by_flavor(flavors: list[Flavor]) -> dict[str, tuple[int, int]]:
-    """Per flavor name: (total units over every cluster's nodes, most units on one node)."""
-    names = {flavor.name for flavor in flavors}
-    total: dict[str, int] = defaultdict(int)
-    largest: dict[str, int] = defaultdict(int)
-    for capacity in Node.objects.values_list("capacity", flat=True):
-        if not isinstance(capacity, dict):
-            continue
-        for name, units in capacity.items():
-            if name in names and isinstance(units, int):
-                total[name] += units
-                largest[name] = max(largest[name], units)
-    return {name: (total[name], largest[name]) for name in names}
+class RuleInt(serializers.IntegerField):
+    """An integer whose range is a rule of job_rules: in the schema, but checked there (so the
+    API's message is the form's)."""
+
+    def __init__(self, low: int, high: int, **kwargs: Any) -> None:
+        super().__init__(min_value=low, max_value=high, **kwargs)
+        self.validators = [
+            v for v in self.validators if not isinstance(v, MinValueValidator | MaxValueValidator)
+        ]
 
 
 class JobSubmitSerializer(serializers.Serializer[Job]):
@@ -136,42 +129,45 @@ class JobSubmitSerializer(serializers.Serializer[Job]):
         slug_field="name",
         queryset=Flavor.objects.all(),
         many=True,
-        allow_empty=False,
-        help_text="Acceptable flavor names, most preferred first.",
+        allow_empty=True,  # job_rules says why not
+        help_text="Acceptable flavor names, most preferred first; the queue has a quota for each.",
     )
-    name = serializers.CharField(max_length=63, help_text="DNS label, e.g. train-llama.")
-    image = serializers.CharField(max_length=500)
+    name = serializers.CharField(help_text="DNS label, e.g. train-llama (at most 63 characters).")
+    image = serializers.CharField(help_text="Container image (at most 500 characters).")
     command = serializers.ListField(
-        child=StrictCharField(max_length=4096, allow_blank=True, trim_whitespace=False),
-        max_length=256,
+        child=StrictCharField(allow_blank=True, trim_whitespace=False),
         required=False,
         default=list,
+        help_text=(
+            f"At most {rules.MAX_COMMAND_ITEMS} words of at most {rules.MAX_COMMAND_ITEM} "
+            "characters."
+        ),
     )
-    workers = bounded_int(min_value=1, max_value=MAX_WORKERS, default=1)
-    min_workers = bounded_int(
-        min_value=1,
-        max_value=MAX_WORKERS,
+    workers = RuleInt(1, rules.MAX_WORKERS, default=1)
+    min_workers = RuleInt(
+        1,
+        rules.MAX_WORKERS,
         required=False,
         allow_null=True,
         default=None,
         help_text="Makes the job elastic: it may start with this many workers.",
     )
-    gpus_per_worker = bounded_int(min_value=1, max_value=MAX_GPUS_PER_WORKER, default=1)
+    gpus_per_worker = RuleInt(1, rules.MAX_GPUS_PER_WORKER, default=1)
     topology_level = serializers.CharField(
-        max_length=63, required=False, allow_blank=True, default=""
+        required=False, allow_blank=True, default="", help_text="A node label key, e.g. rack."
     )
     topology_mode = serializers.ChoiceField(
         choices=Job.TopologyMode.choices, required=False, allow_blank=True, default=""
     )
-    estimated_runtime = bounded_int(
-        min_value=1, required=False, allow_null=True, default=None, help_text="Seconds."
+    estimated_runtime = RuleInt(
+        1, rules.MAX_INT, required=False, allow_null=True, default=None, help_text="Seconds."
     )
-    checkpoint_interval = bounded_int(
-        min_value=1, required=False, allow_null=True, default=None, help_text="Seconds."
+    checkpoint_interval = RuleInt(
+        1, rules.MAX_INT, required=False, allow_null=True, default=None, help_text="Seconds."
     )
-    duration_hint = bounded_int(
-        min_value=1,
-        max_value=MAX_INT,
+    duration_hint = RuleInt(
+        1,
+        rules.MAX_INT,
         required=False,
         allow_null=True,
         default=None,
@@ -189,62 +185,8 @@ class JobSubmitSerializer(serializers.Serializer[Job]):
         return command
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        errors: dict[str, str] = {}
-        user = self.context["request"].user
-        queue: Queue = attrs["queue"]
-        if not access.submittable_queues(user).filter(pk=queue.pk).exists():
-            errors["queue"] = (
-                f"Queue {queue} is closed to new jobs."
-                if not queue.is_open
-                else f"You may not submit to queue {queue}: it belongs to another team."
-            )
-        elif not queue.accepts_service_class(attrs["service_class"]):
-            accepted = ", ".join(c.name for c in queue.allowed_service_classes.all())
-            errors["service_class"] = (
-                f"Queue {queue} does not accept the {attrs['service_class'].name!r} class; "
-                f"it accepts: {accepted}."
-            )
-        min_workers, workers = attrs.get("min_workers"), attrs["workers"]
-        if min_workers is not None and min_workers > workers:
-            errors["min_workers"] = (
-                f"min_workers ({min_workers}) cannot exceed workers ({workers})."
-            )
-        flavors: list[Flavor] = attrs["flavors"]
-        names = [flavor.name for flavor in flavors]
-        repeated = sorted({name for name in names if names.count(name) > 1})
-        if repeated:
-            errors["flavors"] = f"Each flavor may appear once; repeated: {', '.join(repeated)}."
-        elif len(flavors) > MAX_FLAVORS:
-            errors["flavors"] = f"At most {MAX_FLAVORS} acceptable flavors."
-        elif "min_workers" not in errors:
-            errors.update(self._capacity_errors(flavors, min_workers or workers, attrs))
-        if errors:
-            raise serializers.ValidationError(errors)
+        try:
+            rules.check_submission(self.context["request"].user, rules.Submission(**attrs))
+        except rules.InvalidSubmission as error:
+            raise serializers.ValidationError(error.message_dict) from None
         return attrs
-
-    @staticmethod
-    def _capacity_errors(
-        flavors: list[Flavor], workers: int, attrs: dict[str, Any]
-    ) -> dict[str, str]:
-        """A gang no cluster could ever hold is refused now rather than pending forever."""
-        gpus = attrs["gpus_per_worker"]
-        capacity = capacity_by_flavor(flavors)
-        if any(total >= workers * gpus and largest >= gpus for total, largest in capacity.values()):
-            return {}
-        summary = ", ".join(
-            f"{name}: {total} in total, at most {largest} on one node"
-            for name, (total, largest) in sorted(capacity.items())
-        )
-        if not any(largest >= gpus for _, largest in capacity.values()):
-            return {
-                "gpus_per_worker": (
-                    f"No node can hold one worker of {gpus} GPU(s) of the acceptable flavors "
-                    f"({summary})."
-                )
-            }
-        return {
-            "workers": (
-                f"{workers} worker(s) x {gpus} GPU(s) = {workers * gpus} is more than all "
-                f"clusters hold of the acceptable flavors ({summary})."
-            )
-        }

@@ -1,4 +1,6 @@
-"""The job submission form: every field validated with a message naming what to fix."""
+"""The job submission form: it parses what the page sends into a ``Submission`` and shows the
+errors of the submission rules (queues/models/job_rules.py) beside the fields they name, the
+errors of all the fields at once."""
 
 from __future__ import annotations
 
@@ -7,16 +9,32 @@ from typing import Any
 
 from django import forms
 from django.core.exceptions import ValidationError
+from django.db.models import QuerySet
+from django.forms.models import ModelChoiceIterator
 
 from gpuplatform import access
 from queues.models import Flavor, Queue, ServiceClass
-from queues.models.validators import dns_label
+from queues.models import job_rules as rules
 from queues.services.snapshot import TOPOLOGY_LEVELS
 
-FALLBACKS = ("fallback_1", "fallback_2")
-MAX_WORKERS = 1024
-MAX_GPUS_PER_WORKER = 64
-MAX_RUNTIME_MINUTES = 60 * 24 * 30
+FLAVOR_FIELDS = ("flavor", "fallback_1", "fallback_2")
+FALLBACKS = FLAVOR_FIELDS[1:]
+# The form's fields by the name the rules give them (the rest have the same name).
+RULE_FIELD = {name: "flavors" for name in FLAVOR_FIELDS}
+
+
+def _number(low: int, high: int) -> forms.NumberInput:
+    """A number box with the rule's range as a hint (the rules check it)."""
+    return forms.NumberInput(attrs={"min": low, "max": high})
+
+
+class _Shown(ModelChoiceIterator):
+    """A choice field's options: ``shown`` (the field looks values up in its wider queryset, so
+    that a value outside the options gets the rules' message, the one the API gives)."""
+
+    def __init__(self, field: forms.ModelChoiceField, shown: QuerySet[Any]) -> None:
+        super().__init__(field)
+        self.queryset = shown
 
 
 class QueueChoiceField(forms.ModelChoiceField):
@@ -30,22 +48,18 @@ class SubmitForm(forms.Form):
         queryset=ServiceClass.objects.all(),
         help_text="Priority and protection; only the classes the queue allows are accepted.",
     )
-    name = forms.CharField(
-        max_length=63,
-        validators=[dns_label],
-        help_text="Lowercase letters, digits and hyphens, e.g. resnet-train.",
-    )
-    image = forms.CharField(max_length=500, help_text="Container image, e.g. pytorch/pytorch:2.4.")
+    name = forms.CharField(help_text="Lowercase letters, digits and hyphens, e.g. resnet-train.")
+    image = forms.CharField(help_text="Container image, e.g. pytorch/pytorch:2.4.")
     command = forms.CharField(
         required=False,
         max_length=2000,
         help_text='Split like a shell, e.g. python train.py --epochs "3".',
     )
     workers = forms.IntegerField(
-        min_value=1, max_value=MAX_WORKERS, initial=1, help_text="Gang size: all start or none."
+        initial=1, widget=_number(1, rules.MAX_WORKERS), help_text="Gang size: all start or none."
     )
     gpus_per_worker = forms.IntegerField(
-        label="GPUs per worker", min_value=1, max_value=MAX_GPUS_PER_WORKER, initial=1
+        label="GPUs per worker", initial=1, widget=_number(1, rules.MAX_GPUS_PER_WORKER)
     )
     flavor = forms.ModelChoiceField(
         label="GPU type or MIG profile",
@@ -64,8 +78,7 @@ class SubmitForm(forms.Form):
     min_workers = forms.IntegerField(
         label="Elastic minimum (optional)",
         required=False,
-        min_value=1,
-        max_value=MAX_WORKERS,
+        widget=_number(1, rules.MAX_WORKERS),
         help_text="Makes the job elastic: it may start with this many workers and grow.",
     )
     topology_level = forms.ChoiceField(
@@ -82,19 +95,24 @@ class SubmitForm(forms.Form):
     estimated_runtime = forms.IntegerField(
         label="Estimated runtime (minutes, optional)",
         required=False,
-        min_value=1,
-        max_value=MAX_RUNTIME_MINUTES,
+        widget=_number(1, rules.MAX_INT // 60),
         help_text="Lets the job start early in gaps (backfill) when it is short.",
     )
 
     def __init__(self, *args: Any, user: Any, for_estimate: bool = False, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.user = user
-        queues = access.submittable_queues(user).select_related("team").order_by("team__name")
-        self.fields["queue"].queryset = queues
-        flavors = Flavor.objects.filter(quotas__queue__in=queues).distinct().order_by("name")
-        for name in ("flavor", *FALLBACKS):
-            self.fields[name].queryset = flavors
+        self.for_estimate = for_estimate
+        self.open_queues = (
+            access.submittable_queues(user).select_related("team").order_by("team__name", "name")
+        )
+        queue = self.fields["queue"]
+        queue.queryset = access.visible_queues(user).select_related("team")
+        queue.widget.choices = _Shown(queue, self.open_queues)
+        shown = Flavor.objects.filter(quotas__queue__in=self.open_queues).distinct()
+        for name in FLAVOR_FIELDS:
+            self.fields[name].queryset = Flavor.objects.all()
+            self.fields[name].widget.choices = _Shown(self.fields[name], shown.order_by("name"))
         if for_estimate:  # the live estimate needs only what decides where the job goes
             for name in ("name", "image"):
                 self.fields[name].required = False
@@ -108,52 +126,46 @@ class SubmitForm(forms.Form):
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
-        queue: Queue | None = data.get("queue")
-        service_class: ServiceClass | None = data.get("service_class")
-        if queue is not None and service_class is not None:
-            allowed = list(queue.allowed_service_classes.all())
-            if allowed and service_class not in allowed:
-                names = ", ".join(c.name for c in allowed)
-                self.add_error(
-                    "service_class",
-                    f"Queue {queue} does not accept class {service_class.name}; it accepts: "
-                    f"{names}.",
-                )
-        chosen = self.flavor_list()
-        if queue is not None and chosen:
-            with_quota = {q.flavor_id: q for q in queue.quotas.all()}
-            names = ", ".join(sorted(q.flavor.name for q in queue.quotas.select_related("flavor")))
-            for name in ("flavor", *FALLBACKS):
-                flavor = data.get(name)
-                if flavor is not None and flavor.pk not in with_quota:
-                    self.add_error(
-                        name,
-                        f"Queue {queue} has no quota for {flavor.name}; it has: {names or 'none'}.",
-                    )
-        seen: set[int] = set()
-        for name in ("flavor", *FALLBACKS):
-            flavor = data.get(name)
-            if flavor is not None:
-                if flavor.pk in seen:
-                    self.add_error(name, f"{flavor.name} is already in the list; pick another.")
-                seen.add(flavor.pk)
-        workers, min_workers = data.get("workers"), data.get("min_workers")
-        if workers is not None and min_workers is not None and min_workers > workers:
-            self.add_error(
-                "min_workers",
-                f"The elastic minimum ({min_workers}) cannot exceed the workers ({workers}).",
-            )
-        level, mode = data.get("topology_level"), data.get("topology_mode")
-        if level and not mode:
-            self.add_error("topology_mode", f"Say whether {level} is required or preferred.")
-        if mode and not level:
-            self.add_error("topology_level", "Choose the level the mode applies to.")
+        unparsed = {RULE_FIELD.get(name, name) for name in self.errors}
+        found = rules.problems(
+            self.user, self.submission(), estimate=self.for_estimate, unparsed=unparsed
+        )
+        self.add_problems(found)
         return data
+
+    def add_problems(self, problems: Any) -> None:
+        """Show the rules' ``problems`` beside the fields they name (an error about one flavor
+        beside that flavor's field)."""
+        chosen = [n for n in FLAVOR_FIELDS if self.cleaned_data.get(n) is not None]
+        for problem in problems:
+            name = problem.field
+            if name == "flavors":
+                name = chosen[problem.flavor] if problem.flavor is not None else "flavor"
+            self.add_error(name if name in self.fields else None, problem.message)
+
+    def submission(self) -> rules.Submission:
+        """The parsed values (``None`` where a field did not parse; times in seconds)."""
+        data = getattr(self, "cleaned_data", {})
+        minutes = data.get("estimated_runtime")
+        return rules.Submission(
+            queue=data.get("queue"),
+            service_class=data.get("service_class"),
+            flavors=self.flavor_list(),
+            name=data.get("name"),
+            image=data.get("image"),
+            command=data.get("command"),
+            workers=data.get("workers"),
+            gpus_per_worker=data.get("gpus_per_worker"),
+            min_workers=data.get("min_workers"),
+            topology_level=data.get("topology_level"),
+            topology_mode=data.get("topology_mode"),
+            estimated_runtime=None if minutes is None else minutes * 60,
+        )
 
     def flavor_list(self) -> list[Flavor]:
         """The chosen flavor and its fallbacks, in order of preference."""
         data = getattr(self, "cleaned_data", {})
-        return [data[n] for n in ("flavor", *FALLBACKS) if data.get(n) is not None]
+        return [data[n] for n in FLAVOR_FIELDS if data.get(n) is not None]
 
     def topology(self) -> tuple[str, str] | None:
         level = self.cleaned_data.get("topology_level")
@@ -161,12 +173,12 @@ class SubmitForm(forms.Form):
 
     def runtime_seconds(self) -> int | None:
         minutes = self.cleaned_data.get("estimated_runtime")
-        return minutes * 60 if minutes else None
+        return None if minutes is None else minutes * 60
 
     def queue_info(self) -> dict[str, Any]:
         """For the page's script: queue id -> the class ids it accepts and the flavor ids it has
         a quota for (the form narrows its choices as the queue changes)."""
-        queues = self.fields["queue"].queryset.prefetch_related("allowed_service_classes", "quotas")
+        queues = self.open_queues.prefetch_related("allowed_service_classes", "quotas")
         return {
             str(q.pk): {
                 "classes": [c.pk for c in q.allowed_service_classes.all()],

@@ -38,7 +38,6 @@ from typing import TYPE_CHECKING, Any
 
 from django.core.exceptions import ValidationError
 
-from gpuplatform import access
 from gpusched.engine import model as engine
 from gpusched.engine.quota import QuotaState
 from queues.models.organisation import Queue, Quota
@@ -195,7 +194,7 @@ def _queue(found: _Found, user: Any, s: Submission, *, adding: bool) -> None:
     queue = s.queue
     if queue is None:
         return
-    if user is not None and not access.submittable_queues(user).filter(pk=queue.pk).exists():
+    if user is not None and not Queue.objects.submittable_by(user).filter(pk=queue.pk).exists():
         found.add(
             "queue",
             f"Queue {queue} is closed to new jobs."

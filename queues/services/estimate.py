@@ -10,10 +10,11 @@ is written. The outcome is one of
 - ``wait``: it would stay pending, with the engine's plain-English reason and, when the engine
   can tell, an estimated start (the backfill reservation or the running jobs' estimated ends).
 
-The UI's submit form and the REST API both call it. The decision is the engine helper's,
-whole (its ``Admit``, its victims' ``Stop`` / ``Scale`` and its ``PendingInfo``); this module
-only checks the request, builds the candidate, translates engine names into job rows and engine
-times into datetimes, adds the queue's quotas and says it in sentences.
+The UI's submit form and the REST API both call it. The request is checked by the submission
+rules (queues/models/job_rules.py, as ``submit_job`` checks it). The decision is the engine
+helper's, whole (its ``Admit``, its victims' ``Stop`` / ``Scale`` and its ``PendingInfo``); this
+module only builds the candidate, translates engine names into job rows and engine times into
+datetimes, adds the queue's quotas and says it in sentences.
 """
 
 from __future__ import annotations
@@ -24,13 +25,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
-from django.core.exceptions import PermissionDenied, ValidationError
 from django.utils import timezone
 
-from gpuplatform import access
 from gpusched.engine import estimate as engine_estimate
 from gpusched.engine import model as engine
 from queues.models import Flavor, Queue, ServiceClass
+from queues.models.job_rules import Submission, check_submission
 from queues.services import messages
 from queues.services.queue_status import flavor_usage
 from queues.services.snapshot import LiveSnapshot, build_snapshot, queue_key, topology_levels
@@ -102,31 +102,6 @@ def _clock(moment: datetime) -> str:
     return f"{moment:%Y-%m-%d %H:%M} UTC"
 
 
-def _validate(
-    workers: int,
-    gpus_per_worker: int,
-    min_workers: int | None,
-    flavors: Sequence[Flavor],
-    estimated_runtime: int | None,
-    topology: tuple[str, str] | None,
-) -> None:
-    errors: dict[str, str] = {}
-    if workers < 1:
-        errors["workers"] = "A job needs at least one worker."
-    if gpus_per_worker < 1:
-        errors["gpus_per_worker"] = "Each worker needs at least one GPU (or MIG slice)."
-    if min_workers is not None and not 1 <= min_workers <= max(workers, 1):
-        errors["min_workers"] = f"min_workers must be between 1 and workers ({workers})."
-    if not flavors:
-        errors["flavors"] = "Choose at least one acceptable flavor."
-    if estimated_runtime is not None and estimated_runtime <= 0:
-        errors["estimated_runtime"] = "The estimated runtime must be greater than 0 seconds."
-    if topology is not None and (not topology[0] or topology[1] not in ("required", "preferred")):
-        errors["topology"] = "Topology needs a level and a mode (required or preferred)."
-    if errors:
-        raise ValidationError(errors)
-
-
 def estimate_submission(
     user: Any,
     queue: Queue,
@@ -141,17 +116,25 @@ def estimate_submission(
 ) -> Estimate:
     """Estimate a submission of ``workers`` x ``gpus_per_worker`` of the first of ``flavors``
     that fits, to ``queue`` with ``service_class``. ``topology`` is ``(level, mode)`` with mode
-    ``required`` or ``preferred``. Reads only; raises ValidationError naming the field for
-    impossible input, PermissionDenied when ``user`` may not submit to ``queue``."""
-    if not access.submittable_queues(user).filter(pk=queue.pk).exists():
-        raise PermissionDenied(f"You may not submit to queue {queue}.")
-    if not queue.accepts_service_class(service_class):
-        accepted = ", ".join(c.name for c in queue.allowed_service_classes.all())
-        raise ValidationError(
-            {"service_class": f"Queue {queue} does not accept class {service_class.name}; "
-             f"it accepts: {accepted}."}
-        )  # fmt: skip
-    _validate(workers, gpus_per_worker, min_workers, flavors, estimated_runtime, topology)
+    ``required`` or ``preferred``. Reads only; raises ValidationError naming the field when the
+    submission breaks a rule of queues/models/job_rules.py (a queue ``user`` may not submit to
+    included), as ``submit_job`` would."""
+    level, mode = topology or ("", "")
+    check_submission(
+        user,
+        Submission(
+            queue=queue,
+            service_class=service_class,
+            flavors=list(flavors),
+            workers=workers,
+            gpus_per_worker=gpus_per_worker,
+            min_workers=min_workers,
+            topology_level=level,
+            topology_mode=mode,
+            estimated_runtime=estimated_runtime,
+        ),
+        estimate=True,
+    )
     moment = now or timezone.now()
     live = build_snapshot(moment)
     candidate = engine.PendingJob(

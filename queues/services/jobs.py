@@ -13,12 +13,13 @@ from contextvars import ContextVar
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.utils import timezone
 
 from gpuplatform import access
 from queues.models import Flavor, IllegalTransition, Job, JobRuntime, Queue, ServiceClass
+from queues.models.job_rules import Submission, check_submission
 from queues.services import effects as fx
 from queues.services import events as job_events
 from queues.services.transitions import move, set_runtime
@@ -81,9 +82,25 @@ def submit_job(
     duration_hint: int | None = None,
     now: datetime | None = None,
 ) -> Job:
-    """Create a pending job in ``queue``; raises PermissionDenied or ValidationError (by field)."""
-    if not access.submittable_queues(owner).filter(pk=queue.pk).exists():
-        raise PermissionDenied(f"You may not submit to queue {queue}.")
+    """Create a pending job in ``queue``; raises ValidationError by field when the submission
+    breaks a rule of queues/models/job_rules.py (a queue ``owner`` may not submit to included)."""
+    submission = Submission(
+        queue=queue,
+        service_class=service_class,
+        flavors=list(flavors),
+        name=name,
+        image=image,
+        command=list(command),
+        workers=workers,
+        gpus_per_worker=gpus_per_worker,
+        min_workers=min_workers,
+        topology_level=topology_level,
+        topology_mode=topology_mode,
+        estimated_runtime=estimated_runtime,
+        checkpoint_interval=checkpoint_interval,
+        duration_hint=duration_hint,
+    )
+    check_submission(owner, submission)
     moment = now or timezone.now()
     job = Job(
         owner=owner,
@@ -102,9 +119,6 @@ def submit_job(
         duration_hint=duration_hint,
         submitted_at=moment,
     )
-    job.full_clean()
-    if not flavors:
-        raise ValidationError({"flavors": "Choose at least one acceptable flavor."})
     with transaction.atomic():
         job.save()
         job.set_acceptable_flavors(list(flavors))

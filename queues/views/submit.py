@@ -6,30 +6,36 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET
 
 from gpuplatform import access
 from queues.forms.submit import SubmitForm
+from queues.models.job_rules import InvalidSubmission
 from queues.services import submit_job
 from queues.services.estimate import Estimate, estimate_submission
 
 
-def _estimate(form: SubmitForm) -> Estimate:
+def _estimate(form: SubmitForm) -> Estimate | None:
+    """The estimate of the form's values; None, with the errors on the form, if a rule says no
+    (the form checked them already: only a change in between gets here)."""
     data = form.cleaned_data
-    return estimate_submission(
-        form.user,
-        data["queue"],
-        data["service_class"],
-        form.flavor_list(),
-        data["workers"],
-        data["gpus_per_worker"],
-        min_workers=data.get("min_workers"),
-        topology=form.topology(),
-        estimated_runtime=form.runtime_seconds(),
-    )
+    try:
+        return estimate_submission(
+            form.user,
+            data["queue"],
+            data["service_class"],
+            form.flavor_list(),
+            data["workers"],
+            data["gpus_per_worker"],
+            min_workers=data.get("min_workers"),
+            topology=form.topology(),
+            estimated_runtime=form.runtime_seconds(),
+        )
+    except InvalidSubmission as error:
+        form.add_problems(error.problems)
+        return None
 
 
 @login_required
@@ -54,7 +60,7 @@ def submit(request: HttpRequest) -> HttpResponse:
         if request.GET.get("queue"):
             initial["queue"] = request.GET["queue"]
         form = SubmitForm(user=request.user, initial=initial)
-        queues = list(form.fields["queue"].queryset[:2])
+        queues = list(form.open_queues[:2])
         if "queue" not in initial and len(queues) == 1:
             form.initial["queue"] = queues[0].pk  # the only choice: chosen already
     return render(
@@ -65,28 +71,10 @@ def submit(request: HttpRequest) -> HttpResponse:
 
 
 def _submit(request: HttpRequest, form: SubmitForm) -> Any:
-    data = form.cleaned_data
     try:
-        return submit_job(
-            owner=request.user,
-            queue=data["queue"],
-            service_class=data["service_class"],
-            name=data["name"],
-            image=data["image"],
-            command=data["command"],
-            flavors=form.flavor_list(),
-            workers=data["workers"],
-            gpus_per_worker=data["gpus_per_worker"],
-            min_workers=data.get("min_workers"),
-            topology_level=data.get("topology_level") or "",
-            topology_mode=data.get("topology_mode") or "",
-            estimated_runtime=form.runtime_seconds(),
-        )
-    except PermissionDenied as error:
-        form.add_error("queue", str(error))
-    except ValidationError as error:
-        for field, errors in error.message_dict.items():
-            form.add_error(field if field in form.fields else None, errors)
+        return submit_job(owner=request.user, **form.submission().as_kwargs())
+    except InvalidSubmission as error:  # the form checked: only a change in between gets here
+        form.add_problems(error.problems)
     return None
 
 
@@ -97,6 +85,7 @@ def estimate(request: HttpRequest) -> JsonResponse:
     ``{"errors": {field: [messages]}}`` (status 400)."""
     access.require_submitter(request.user)
     form = SubmitForm(request.GET, user=request.user, for_estimate=True)
-    if not form.is_valid():
+    result = _estimate(form) if form.is_valid() else None
+    if result is None:
         return JsonResponse({"errors": form.errors.get_json_data()}, status=400)
-    return JsonResponse({"estimate": _estimate(form).as_dict()})
+    return JsonResponse({"estimate": result.as_dict()})

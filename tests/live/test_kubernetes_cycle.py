@@ -47,13 +47,13 @@ def set_phase(api: EmulatedCluster, pods: dict[str, dict], phase: str) -> None:
 
 
 def test_job_runs_on_kubernetes_from_admission_to_success(k8s_world, api, submit, cycle, reload):
-    job = submit(gpus=4, workers=2)
-
-    cycle(T0)
+    cycle(T0)  # reads the nodes (before, no node has an H100: a submission would be refused)
 
     nodes = {n.name: n for n in Node.objects.filter(cluster=k8s_world.cluster)}
     assert set(nodes) == {"gpu-a", "gpu-b"}
     assert nodes["gpu-a"].capacity == {"h100": 8}
+    job = submit(gpus=4, workers=2, at=later(0.5))
+    cycle(later(0.5))
     job = reload(job)
     assert job.state == Job.State.ADMITTED
     pods = pods_of(api, job)
@@ -81,8 +81,9 @@ def test_job_runs_on_kubernetes_from_admission_to_success(k8s_world, api, submit
 def test_api_server_error_degrades_the_cluster_and_leaves_jobs_alone(
     k8s_world, api, submit, cycle, reload
 ):
-    job = submit(gpus=8)
-    cycle(T0)
+    cycle(T0)  # reads the nodes
+    job = submit(gpus=8, at=later(0.5))
+    cycle(later(0.5))
     set_phase(api, pods_of(api, job), "Running")
     cycle(later(1))
     api.react(kmock.action.LIST, NODES, 500)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.exceptions import ValidationError
 
 from queues.models import Job
 from queues.services import submit_job
@@ -24,7 +24,7 @@ def test_submission_records_an_event_and_queues_a_cycle(
 
 
 def test_researcher_cannot_submit_to_another_teams_queue(world):
-    with pytest.raises(PermissionDenied):
+    with pytest.raises(ValidationError) as error:
         submit_job(
             owner=world.alice,
             queue=world.queue_b,
@@ -33,6 +33,7 @@ def test_researcher_cannot_submit_to_another_teams_queue(world):
             image="busybox:1.36",
             flavors=[world.h100],
         )
+    assert "belongs to another team" in error.value.message_dict["queue"][0]
     assert not Job.objects.exists()
 
 

@@ -34,7 +34,7 @@ def form_data(queue: Queue, cls: ServiceClass, flavor: Flavor, **extra: Any) -> 
 
 def test_researcher_submits_a_job_and_lands_on_its_page(
     client: Client, researcher_a: User, queue_a: Queue, service_class_std: ServiceClass,
-    flavor_h100: Flavor,
+    flavor_h100: Flavor, sim_cluster: Cluster,
 ) -> None:  # fmt: skip
     client.force_login(researcher_a)
     response = client.post(reverse("submit"), form_data(queue_a, service_class_std, flavor_h100))
@@ -61,7 +61,7 @@ def test_submit_form_names_each_bad_field_next_to_it(
     assert set(errors) == {"name", "min_workers", "topology_level", "command"}
     html = response.content.decode()
     assert 'aria-describedby="id_min_workers_help id_min_workers_errors"' in html
-    assert "cannot exceed the workers (2)" in html
+    assert "min_workers (3) cannot exceed workers (2)" in html
 
 
 def test_submit_refuses_another_teams_queue_and_a_flavor_without_quota(
@@ -86,7 +86,8 @@ def test_submit_refuses_a_class_the_queue_does_not_allow(
     queue_a.allowed_service_classes.add(spot)
     client.force_login(researcher_a)
     response = client.post(reverse("submit"), form_data(queue_a, service_class_std, flavor_h100))
-    assert "does not accept class standard" in response.context["form"].errors["service_class"][0]
+    errors = response.context["form"].errors
+    assert "does not accept the 'standard' class" in errors["service_class"][0]
 
 
 def test_check_button_shows_the_estimate_without_submitting(
@@ -139,7 +140,7 @@ def test_job_detail_says_why_pending_with_numbers_and_placement_once_running(
 
 
 def test_owner_cancels_their_job_with_a_post(
-    client: Client, researcher_a: User, submit: Callable[..., Job]
+    client: Client, researcher_a: User, sim_cluster: Cluster, submit: Callable[..., Job]
 ) -> None:
     job = submit(gpus=8)
     client.force_login(researcher_a)
@@ -150,7 +151,9 @@ def test_owner_cancels_their_job_with_a_post(
     assert f"Cancelled train (#{job.pk})" in response.content.decode()
 
 
-def test_cancel_needs_the_csrf_token(researcher_a: User, submit: Callable[..., Job]) -> None:
+def test_cancel_needs_the_csrf_token(
+    researcher_a: User, sim_cluster: Cluster, submit: Callable[..., Job]
+) -> None:
     job = submit(gpus=8)
     client = Client(enforce_csrf_checks=True)
     client.force_login(researcher_a)

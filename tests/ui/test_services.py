@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.exceptions import ValidationError
 
 from queues.models import Cluster, Flavor, Job, JobEvent, Queue, Quota, ServiceClass
 from queues.services.estimate import estimate_submission
@@ -149,8 +149,9 @@ def test_queue_status_lists_pending_jobs_in_rank_order_with_why_text(
 def test_estimate_refuses_a_queue_the_user_may_not_submit_to(
     queue_b: Queue, service_class_std: ServiceClass, flavor_h100: Flavor, researcher_a: Any
 ) -> None:
-    with pytest.raises(PermissionDenied):
+    with pytest.raises(ValidationError) as error:
         _estimate(queue_b, service_class_std, flavor_h100, researcher_a)
+    assert "belongs to another team" in error.value.message_dict["queue"][0]
 
 
 def test_estimate_refuses_a_class_the_queue_does_not_accept(
@@ -160,7 +161,7 @@ def test_estimate_refuses_a_class_the_queue_does_not_accept(
     queue_a.allowed_service_classes.add(spot)
     with pytest.raises(ValidationError) as error:
         _estimate(queue_a, service_class_std, flavor_h100, researcher_a)
-    assert "does not accept class standard" in error.value.message_dict["service_class"][0]
+    assert "does not accept the 'standard' class" in error.value.message_dict["service_class"][0]
 
 
 def test_estimate_that_waits_gives_wall_clock_times_and_names_jobs_not_engine_ids(
