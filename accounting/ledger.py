@@ -4,7 +4,9 @@ What is billed: a job's units (workers x GPUs or MIG slices per worker, of its a
 from the moment it starts RUNNING (`Job.started_at`) until the moment it stops running: the time
 of its stop event (preempted, requeued after a worker failure, failed, succeeded, cancelled;
 `finished_at` for ended jobs). A grace period after a stop request is not billed; an admitted job
-that has not started is not billed.
+that has not started is not billed. Workers are those actually there: a job starts only once
+its whole gang runs, its `started` event counts them, and an elastic job that loses workers
+gets a `scaled` event at the count it goes on with (queues/services/gang.py).
 
 How: each job has at most one *open* row (the constraint `usage_record_one_open_per_job`). An
 accrual reads the job and its events since the open row's start and
@@ -142,7 +144,12 @@ def _close(
 
 
 def _workers_at(job: Job, start: datetime, events: Sequence[JobEvent]) -> int:
-    """Workers when a run began at `start`: from its admission, else the job's current count."""
+    """Workers when a run began at `start`: those its `started` event counted (the workers
+    there and running: an elastic job may start with fewer than admitted), else its
+    admission's count, else the job's current count."""
+    for item in events:
+        if item.at == start and item.kind == Kind.STARTED and "workers" in item.data:
+            return int(item.data["workers"])
     admitted = [e for e in events if e.kind == Kind.ADMITTED and e.at <= start]
     if admitted and "workers" in admitted[-1].data:
         return int(admitted[-1].data["workers"])

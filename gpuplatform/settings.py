@@ -230,6 +230,17 @@ FAIRSHARE_HALF_LIFE = env_int("FAIRSHARE_HALF_LIFE", 7 * 24 * 3600, minimum=60)
 METRICS_TOKEN = env_str("METRICS_TOKEN")
 """When set, /metrics requires the header ``Authorization: Bearer <METRICS_TOKEN>``."""
 
+GANG_REPAIR_CYCLES = env_int("GANG_REPAIR_CYCLES", 3, minimum=0)
+"""Cycles a launch that left a gang short of workers is retried before the gang is stopped
+whole and requeued (queues/services/gang.py)."""
+
+GANG_REQUEUE_BACKOFF = env_int("GANG_REQUEUE_BACKOFF", 60, minimum=0)
+"""Seconds a gang requeued for missing, lost or refused workers waits before it may be admitted
+again; doubled at each further requeue of the same job, up to GANG_REQUEUE_BACKOFF_MAX."""
+
+GANG_REQUEUE_BACKOFF_MAX = env_int("GANG_REQUEUE_BACKOFF_MAX", 3600, minimum=0)
+"""The longest requeue backoff, in seconds."""
+
 SIMULATION_SPEED = env_float("SIMULATION_SPEED", 60.0, minimum=0.001)
 """Simulated clusters run jobs this many times faster than real time (60: an hour in a minute)."""
 

@@ -67,6 +67,21 @@ class JobRuntime(models.Model):
     failures = models.PositiveIntegerField(
         default=0, help_text="Gang restarts after a worker failure."
     )
+    repair_attempts = models.PositiveIntegerField(
+        default=0, help_text="Launch retries for this admission's missing workers."
+    )
+    requeues = models.PositiveIntegerField(
+        default=0,
+        help_text="Gang requeues (workers missing, lost or refused); sets the next backoff.",
+    )
+    requeue_after = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text=(
+            "Backing off after missing or lost workers: not admitted (pending), or not grown "
+            "(a shrunk elastic job), before then."
+        ),
+    )
     pending_reason = models.CharField(max_length=40, blank=True)
     pending_message = models.TextField(blank=True)
     estimated_start = models.DateTimeField(null=True, blank=True)

@@ -180,6 +180,8 @@ class Applier:
             stop_by=None,
             release_at=None,
             worker_nodes=[list(w) for w in layout],
+            repair_attempts=0,  # this launch's own retries (queues/services/gang.py)
+            requeue_after=None,
             pending_reason="",
             pending_message="",
             estimated_start=None,

@@ -22,6 +22,7 @@ from queues.clusters.base import (
     ClusterUnavailable,
     DriverError,
     LaunchSpec,
+    QuotaExceeded,
     WorkerPlacement,
     WorkloadConflict,
 )
@@ -134,8 +135,12 @@ def _run_on_cluster(cluster: Cluster, effects: list[Effect], now: datetime | Non
                 return  # the rest would fail the same way; the next cycle retries
             except WorkloadConflict as error:
                 logger.info("%s of job %s waits: %s", effect.action, effect.job_id, error)
+            except QuotaExceeded as error:  # the job's, not the cluster's: it stays healthy
+                if _requeue(effect, jobs.get(effect.job_id), str(error), now):
+                    _remove_workers(driver, cluster, jobs[effect.job_id])
             except DriverError as error:
-                _reject(effect, jobs.get(effect.job_id), str(error), now)
+                if _reject(effect, jobs.get(effect.job_id), str(error), now):
+                    _remove_workers(driver, cluster, jobs[effect.job_id])
     finally:
         driver.close()
 
@@ -156,18 +161,43 @@ def _run_one(driver: ClusterDriver, effect: Effect, job: Job | None) -> None:
         driver.scale(spec)
 
 
-def _reject(effect: Effect, job: Job | None, message: str, now: datetime | None) -> None:
-    """The cluster refused the job itself: retrying unchanged cannot help, so it fails."""
+def _reject(effect: Effect, job: Job | None, message: str, now: datetime | None) -> bool:
+    """The cluster refused the job itself (invalid, or denied by an admission webhook):
+    retrying unchanged cannot help, so it fails. True when it did."""
     logger.warning("%s of job %s rejected: %s", effect.action, effect.job_id, message)
     if job is None or effect.action != "launch":
-        return
+        return False  # a refused scale: the next sync sees the workers it has (gang.py)
     now = now or timezone.now()  # the cycle's clock when it has one
     old = job.state
     if old not in (Job.State.ADMITTED, Job.State.RUNNING):
-        return
+        return False
     with transaction.atomic():
         if move(job, Job.State.FAILED, now):
             job_events.rejected(reason=message).row(job, now).save()
+            return True
+    return False
+
+
+def _requeue(effect: Effect, job: Job | None, message: str, now: datetime | None) -> bool:
+    """A ResourceQuota had no room for one of the job's workers: the gang is requeued whole,
+    with backoff (gang.py). True when it was."""
+    logger.warning("%s of job %s refused for quota: %s", effect.action, effect.job_id, message)
+    if job is None or effect.action != "launch":
+        return False  # a refused scale: the next sync sees the workers it has (gang.py)
+    from queues.services import gang  # gang builds effects with this module
+
+    return gang.refused(job, message, now or timezone.now())
+
+
+def _remove_workers(driver: ClusterDriver, cluster: Cluster, job: Job) -> None:
+    """Delete the workers a refused launch did create: none may run without the others. A
+    failure here is left to the next sync (they belong to no running job then: orphans)."""
+    try:
+        driver.stop(str(job.pk), team_namespace(job.queue.team.name), 0)
+    except ClusterUnavailable as error:
+        mark_degraded(cluster, f"stop of job {job.pk}: {error}")
+    except DriverError as error:
+        logger.warning("stop of job %s failed: %s", job.pk, error)
 
 
 def mark_degraded(cluster: Cluster, message: str) -> None:

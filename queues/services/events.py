@@ -176,7 +176,8 @@ def stopped(
 # --- what the clusters did (observe, effects) ---------------------------------------------------
 @_builds(Kind.STARTED)
 def started(*, workers: int, nodes: Sequence[str]) -> Said:
-    return Said(Kind.STARTED, messages.started(workers, nodes))
+    """Every worker is there and running: ``workers`` is what the ledger bills from now on."""
+    return Said(Kind.STARTED, messages.started(workers, nodes), {"workers": workers})
 
 
 @_builds(Kind.SUCCEEDED)
@@ -201,3 +202,22 @@ def back_in_queue(*, submitted_at: datetime) -> Said:
 def rejected(*, reason: str) -> Said:
     """The cluster refused to launch the job (retrying unchanged cannot help)."""
     return Said(Kind.FAILED, messages.rejected(reason))
+
+
+# --- a gang the cluster did not keep whole (gang.py) --------------------------------------------
+@_builds(Kind.REQUEUED)
+def gang_requeued(*, cause: str, reason: str, requeues: int, until: datetime, backoff: int) -> Said:
+    """Workers missing after the launch retries, lost from a running gang, or refused by a
+    ResourceQuota (``cause``): stopped whole and requeued, not admitted again before ``until``."""
+    text = messages.gang_requeued(cause, until=until, backoff=backoff, requeues=requeues)
+    data = {"reason": reason, "requeues": requeues, "requeue_after": until.isoformat()}
+    return Said(Kind.REQUEUED, text, data)
+
+
+@_builds(Kind.SCALED)
+def gang_shrunk(*, cause: str, workers: int, requested: int, minimum: int, until: datetime) -> Said:
+    """An elastic job lost workers (``cause``) and goes on with the ``workers`` it has left,
+    growing again no sooner than ``until``."""
+    text = messages.gang_shrunk(cause, workers, requested, minimum, until)
+    data = {"workers": workers, "reason": "lost-workers", "grow_after": until.isoformat()}
+    return Said(Kind.SCALED, text, data)

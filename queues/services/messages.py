@@ -161,6 +161,44 @@ def rejected(reason: str) -> str:
     return f"The cluster rejected the job, so it cannot start: {reason}"
 
 
+def sentence(text: str) -> str:
+    """``text`` as a sentence: capitalised, with a full stop."""
+    text = text.strip()
+    text = text[:1].upper() + text[1:]
+    return text if text.endswith(".") else text + "."
+
+
+def quota_refused(message: str) -> str:
+    """Why a gang was requeued when the cluster's ResourceQuota refused one of its workers."""
+    return f"The cluster refused a worker for lack of quota ({message})"
+
+
+def gang_requeued(cause: str, *, until: datetime, backoff: int, requeues: int) -> str:
+    """Workers missing, lost or refused (``cause``): the gang stopped whole, requeued with
+    backoff until ``until``."""
+    return (
+        f"{sentence(cause)} A gang runs whole or not at all: its workers were stopped and it "
+        "was requeued with its original submission time; it may be admitted again from "
+        f"{clock(until)} (backoff {backoff} s, gang requeue {requeues})."
+    )
+
+
+def gang_backoff(until: datetime, backoff: int) -> str:
+    """The pending explanation of a gang waiting out its requeue backoff."""
+    return (
+        "Requeued after its gang could not run whole: it may be admitted again from "
+        f"{clock(until)} (backoff {backoff} s)."
+    )
+
+
+def gang_shrunk(cause: str, workers: int, requested: int, minimum: int, until: datetime) -> str:
+    """An elastic job lost workers (``cause``) and goes on with ``workers`` of them."""
+    return (
+        f"{sentence(cause)} The job goes on with {workers} of its {requested} workers "
+        f"(its minimum is {minimum}); it may grow again from {clock(until)}."
+    )
+
+
 def back_in_queue(submitted_at: datetime) -> str:
     return (
         "Back in the queue after its preemption, with its original submission time "

@@ -1,9 +1,11 @@
 """First half of a cycle: read every cluster and bring the database up to what happened there.
 
 Per cluster: its nodes (Kubernetes: rewritten from the API; simulated: the rows are the truth),
-then each job that holds GPUs on it: started, succeeded, a worker failed (the whole gang is
-stopped and requeued, or failed after ``MAX_FAILURES``), workers gone. What the cluster lacks
-(a launch lost in a crash, a stop that did not arrive) is handed back as effects to retry.
+then each job that holds GPUs on it: started (once every planned worker is there and running),
+succeeded, a worker failed (the whole gang is stopped and requeued, or failed after
+``MAX_FAILURES``), workers missing or lost (``gang.py``: the launch retried, an elastic job
+shrunk, or the gang stopped whole and requeued with backoff). What the cluster lacks (a launch
+lost in a crash, a stop that did not arrive) is handed back as effects to retry.
 
 A cluster that cannot be read is marked degraded with the error, and none of its jobs change.
 """
@@ -20,15 +22,18 @@ from queues.clusters.base import (
     DriverError,
     FlavorDefinition,
     NodeInfo,
+    WorkerPhase,
+    WorkerStatus,
     WorkloadPhase,
     WorkloadStatus,
     node_flavor_capacity,
+    workload_phase,
 )
 from queues.clusters.factory import get_driver
 from queues.models import Cluster, Flavor, Job, JobEvent, JobRuntime, Node
 from queues.services import effects as fx
 from queues.services import events as job_events
-from queues.services import messages
+from queues.services import gang, messages
 from queues.services.report import CycleReport
 from queues.services.snapshot import HOLDING_STATES
 from queues.services.transitions import move, set_runtime
@@ -128,9 +133,14 @@ def observe_workloads(
             if job.state == Job.State.ADMITTED and (start_at is None or start_at <= now):
                 effects.append(fx.launch(job))
             elif job.state == Job.State.RUNNING:
-                events += _worker_failure(
-                    job, runtime, "its workers are gone from the cluster", now, effects, report
-                )
+                none = WorkloadStatus(str(job.pk), "", WorkloadPhase.PENDING, (), 0)
+                team = gang.inspect(runtime, none)
+                if team is None or runtime is None:
+                    events += _worker_failure(
+                        job, runtime, "its workers are gone from the cluster", now, effects, report
+                    )
+                else:
+                    events += gang.repair(job, runtime, team, now, effects, report)[0]
             continue
         events += _follow(job, runtime, workload, now, effects, report)
     for job_id, workload in workloads.items():
@@ -148,30 +158,38 @@ def _follow(
     effects: list[fx.Effect],
     report: CycleReport,
 ) -> list[JobEvent]:
-    phase = workload.phase
-    if phase in (WorkloadPhase.RUNNING, WorkloadPhase.SUCCEEDED) and job.state == "admitted":
-        if not move(job, Job.State.RUNNING, now):
-            return []
-        nodes = sorted({w.node for w in workload.workers})
-        out = [
-            job_events.recorded(
-                job, job_events.started(workers=len(workload.workers), nodes=nodes), now, report
-            )
-        ]
-        if phase == WorkloadPhase.RUNNING:
-            return out
-        return out + _follow(job, runtime, workload, now, effects, report)
-    if phase == WorkloadPhase.SUCCEEDED:
-        cluster_id = job.cluster_id
-        if not move(job, Job.State.SUCCEEDED, now):
-            return []
-        effects.append(fx.stop(job, 0, cluster_id))  # remove the completed pods
-        return [job_events.recorded(job, job_events.succeeded(), now, report)]
-    if phase == WorkloadPhase.FAILED:
-        failed = [w for w in workload.workers if w.phase == "failed"]
+    team = gang.inspect(runtime, workload)
+    failed = [
+        w
+        for w in workload.workers
+        if w.phase is WorkerPhase.FAILED and (team is None or not w.disrupted)
+    ]
+    if failed:  # a worker failed on its own (an evicted one is lost, see gang.py)
         detail = "; ".join(messages.worker_detail(w.index, w.node, w.message) for w in failed)
         return _worker_failure(job, runtime, detail or workload.message, now, effects, report)
-    return []
+    out: list[JobEvent] = []
+    workers: tuple[WorkerStatus, ...] = workload.workers
+    if team is not None and runtime is not None:
+        workers = team.present
+        if not team.complete:
+            out, kept = gang.repair(job, runtime, team, now, effects, report)
+            if kept is None:
+                return out  # retried, waiting, or stopped whole and requeued
+            workers = kept  # an elastic job going on with the workers it has
+    phase = workload_phase(w.phase for w in workers)
+    if phase in (WorkloadPhase.RUNNING, WorkloadPhase.SUCCEEDED) and job.state == "admitted":
+        if not move(job, Job.State.RUNNING, now):
+            return out
+        nodes = sorted({w.node for w in workers})
+        said = job_events.started(workers=len(workers), nodes=nodes)
+        out.append(job_events.recorded(job, said, now, report))
+    if phase == WorkloadPhase.SUCCEEDED and job.state == Job.State.RUNNING:
+        cluster_id = job.cluster_id
+        if not move(job, Job.State.SUCCEEDED, now):
+            return out
+        effects.append(fx.stop(job, 0, cluster_id))  # remove the completed pods
+        out.append(job_events.recorded(job, job_events.succeeded(), now, report))
+    return out
 
 
 def _worker_failure(

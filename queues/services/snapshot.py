@@ -6,7 +6,8 @@ that the decisions can be applied to them.
 
 A job holds GPUs (and is an ``AdmittedJob`` of the snapshot) while it is admitted or running,
 and while it is stopping: preempted and waiting for its grace period, or cancelled / failed with
-its ``runtime.release_at`` still ahead.
+its ``runtime.release_at`` still ahead. A pending job whose gang was requeued with backoff
+(``runtime.requeue_after`` ahead, queues/services/gang.py) is left out until then.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ ACTIVE_STATES = ("pending", *HOLDING_STATES)
 # Node label keys that form topology domains, outermost first (jobs may name others too).
 TOPOLOGY_LEVELS = ("topology.kubernetes.io/zone", "block", "rack", "kubernetes.io/hostname")
 DEFAULT_RUNTIME = 3600.0
+BACKOFF_REASON = "backoff"  # the pending reason of a gang waiting out its requeue backoff
 JOB_COLUMNS = (
     "pk",
     "name",
@@ -60,6 +62,7 @@ JOB_COLUMNS = (
     "runtime__stop_by_id",
     "runtime__pending_reason",
     "runtime__pending_message",
+    "runtime__requeue_after",
 )
 
 
@@ -95,10 +98,14 @@ class JobRow(NamedTuple):
     stop_by_id: int | None  # runtime
     pending_reason: str | None  # runtime (None: the job has no runtime row yet)
     pending_message: str | None
+    requeue_after: datetime | None  # runtime: a requeued gang's backoff (queues/services/gang.py)
 
     @property
     def label(self) -> str:
         return f"{self.name} (#{self.pk})"
+
+    def requeue_after_is_ahead(self, now: datetime) -> bool:
+        return self.requeue_after is not None and self.requeue_after > now
 
     @property
     def elastic_min(self) -> int | None:
@@ -177,6 +184,8 @@ def build_snapshot(now: datetime) -> LiveSnapshot:
         queue = queue_names[row.queue_id]
         cls = classes[row.service_class_id].name
         if row.state == Job.State.PENDING:
+            if row.pending_reason == BACKOFF_REASON and row.requeue_after_is_ahead(now):
+                continue  # backing off after a gang requeue: not a candidate yet
             pending.append(_pending(row, queue, cls, ranked[row.pk]))
         elif row.cluster_id is not None:
             cluster = cluster_names[row.cluster_id]
@@ -296,7 +305,7 @@ def _admitted(
         workers=sum(int(c) for c in row.placement.values()),
         placement=placement,
         started_at=ts(row.started_at),
-        requested_workers=row.workers if row.elastic_min is not None else None,
+        requested_workers=_requested(row, now),
         min_workers=row.elastic_min,
         topology=row.topology,
         estimated_runtime=None if row.estimated_runtime is None else float(row.estimated_runtime),
@@ -305,3 +314,13 @@ def _admitted(
         release_at=ts(release_at) if stopping else None,
         held_for=str(row.stop_by_id) if stopping and row.stop_by_id is not None else None,
     )
+
+
+def _requested(row: JobRow, now: datetime) -> int | None:
+    """The workers an elastic job may grow to: all it asked for, or none beyond those it has
+    while it backs off after losing workers (queues/services/gang.py)."""
+    if row.elastic_min is None:
+        return None
+    if row.requeue_after_is_ahead(now):
+        return max(row.elastic_min, sum(int(c) for c in row.placement.values()))
+    return row.workers

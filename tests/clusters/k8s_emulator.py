@@ -73,7 +73,8 @@ kmock_parsing.parse_path = _parse_namespace_paths
 @dataclass
 class Fault:
     """What goes wrong with the `nth` request (1-based, counted from when the fault is added)
-    of `action` on `resource`.
+    of `action` on `resource` (on the object named `name` only, when given), and with the
+    `times - 1` matching requests after it.
 
     ``applied``: the server carries the request out before answering (a create stores the
     object); ``lost``: the connection drops before any answer, so the client sees a transport
@@ -88,7 +89,17 @@ class Fault:
     message: str = "Internal error occurred: injected fault"
     applied: bool = False
     lost: bool = False
+    name: str = ""
+    times: int = 1
     seen: int = 0
+
+    def matches(self, request: kmock.Request) -> bool:
+        if request.action != self.action or request.resource != self.resource:
+            return False
+        if not self.name:
+            return True
+        named = request.name or ((request.data or {}).get("metadata") or {}).get("name")
+        return bool(named == self.name)
 
     def status_body(self) -> dict[str, Any]:
         return {
@@ -112,10 +123,11 @@ class FaultyEmulator(kmock.KubernetesEmulator):
     def _due(self, request: kmock.Request) -> Fault | None:
         due = None
         for fault in list(self.faults):
-            if request.action == fault.action and request.resource == fault.resource:
+            if fault.matches(request):
                 fault.seen += 1
-                if fault.seen == fault.nth and due is None:
-                    self.faults.remove(fault)
+                if fault.seen >= fault.nth and due is None:
+                    if fault.seen >= fault.nth + fault.times - 1:
+                        self.faults.remove(fault)
                     due = fault
         return due
 
@@ -275,10 +287,15 @@ class EmulatedCluster:
         reason: str = "InternalError",
         message: str = "Internal error occurred: injected fault",
         applied: bool = False,
+        name: str = "",
+        times: int = 1,
     ) -> Fault:
-        """The `nth` matching request from now on is answered with a `status` Status; it is
-        carried out first only when `applied` (else nothing is stored)."""
-        fault = Fault(action, resource, nth, status, reason, message, applied=applied)
+        """The `nth` matching request from now on (and `times - 1` more) is answered with a
+        `status` Status; it is carried out first only when `applied` (else nothing is
+        stored). `name`: only requests on the object of that name match."""
+        fault = Fault(
+            action, resource, nth, status, reason, message, applied, name=name, times=times
+        )
         self.call(lambda: self.emulator.faults.append(fault))
         return fault
 
