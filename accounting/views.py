@@ -36,13 +36,12 @@ DRILL_KEYS = ("queue", "flavor", "user")
 @login_required
 def chargeback_page(request: HttpRequest) -> HttpResponse:
     """Finance and platform admins only."""
-    if not access.can_view_chargeback(request.user):
+    if not access.is_platform_admin_or_finance(request.user):
         raise PermissionDenied("Chargeback is for finance and platform admins.")
     params = request.GET
     now = timezone.now()
     context: dict[str, object] = {
         "drill_keys": DRILL_KEYS,
-        "can_read_prices": access.can_read_prices(request.user),
     }
     try:
         period = parse_period(params.get("start"), params.get("end"), now)
@@ -236,13 +235,15 @@ def _record_new_row(actor: Any, instance: FlavorPrice | ClassMultiplier) -> None
 def prices_page(request: HttpRequest) -> HttpResponse:
     """Prices and class multipliers: in force now, scheduled, history with authors. Platform
     admins add rows (a past date asks for confirmation); finance reads."""
-    if not access.can_read_prices(request.user):
+    if not access.is_platform_admin_or_finance(request.user):
         raise PermissionDenied("Prices are for finance and platform admins.")
-    can_edit = access.can_edit_prices(request.user)
-    row_forms = {kind: form(prefix=kind) for kind, form in PRICE_FORMS.items()} if can_edit else {}
+    platform_admin = access.is_platform_admin(request.user)
+    row_forms = {}
+    if platform_admin:
+        row_forms = {kind: form(prefix=kind) for kind, form in PRICE_FORMS.items()}
     confirm = ""
     if request.method == "POST":
-        if not can_edit:
+        if not platform_admin:
             raise PermissionDenied("Only platform admins add prices.")
         kind = request.POST.get("kind", "")
         if kind not in PRICE_FORMS:
@@ -264,7 +265,7 @@ def prices_page(request: HttpRequest) -> HttpResponse:
     flavors = list(Flavor.objects.order_by("name"))
     classes = list(ServiceClass.objects.order_by("name"))
     context = {
-        "can_edit": can_edit,
+        "is_platform_admin": platform_admin,
         "currency": price_list.currency,
         "now": now,
         "flavors": _flavor_summaries(flavors, price_list, now),

@@ -244,7 +244,7 @@ DASHBOARDS = {
 def team_of(request: HttpRequest) -> Team:
     """The team the team dashboard shows: `?team=<id>` (404 if not visible), else the user's
     first team."""
-    teams = access.dashboard_teams(request.user)
+    teams = access.visible_teams(request.user)
     raw = request.GET.get("team")
     if raw:
         if not raw.isdigit():
@@ -262,9 +262,9 @@ def _dashboard_for(request: HttpRequest, slug: str) -> Dashboard:
         raise Http404(f"No dashboard {slug!r}.")
     user = request.user
     allowed = (
-        access.dashboard_teams(user).exists()
+        access.visible_teams(user).exists()
         if dashboard.for_team
-        else access.can_view_platform_dashboards(user)
+        else access.is_platform_admin_or_finance(user)
     )
     if not allowed:
         raise PermissionDenied("This dashboard is for platform admins and finance.")
@@ -272,8 +272,8 @@ def _dashboard_for(request: HttpRequest, slug: str) -> Dashboard:
 
 
 def _available(request: HttpRequest) -> list[Dashboard]:
-    platform = access.can_view_platform_dashboards(request.user)
-    teams = access.dashboard_teams(request.user).exists()
+    platform = access.is_platform_admin_or_finance(request.user)
+    teams = access.visible_teams(request.user).exists()
     return [d for d in DASHBOARDS.values() if (teams if d.for_team else platform)]
 
 
@@ -307,7 +307,7 @@ def page(request: HttpRequest, slug: str) -> HttpResponse:
     }
     if dashboard.for_team:
         context["team"] = team_of(request)
-        context["teams"] = list(access.dashboard_teams(request.user).order_by("name"))
+        context["teams"] = list(access.visible_teams(request.user).order_by("name"))
     return render(request, "dashboards/page.html", context)
 
 

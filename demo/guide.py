@@ -62,7 +62,7 @@ def getting_started(user: object, now: datetime) -> list[Step]:
                 ),
             )
         )
-    if access.can_view_chargeback(user):
+    if access.is_platform_admin_or_finance(user):
         start, end = last_month(now)
         query = {"start": start, "end": end}
         csv = {**query, "group_by": "team", "format": "csv"}

@@ -1,7 +1,7 @@
 """The admin site, for platform admins only.
 
 Django's stock site lets any ``is_staff`` user in and sends everyone else to its own login form.
-Here the rule is the platform's (``access.can_use_admin_site``): anonymous visitors go to the
+Here the rule is the platform's (``access.is_platform_admin``): anonymous visitors go to the
 site's login page, signed-in users who are not platform admins get 403.
 """
 
@@ -26,7 +26,7 @@ class PlatformAdminSite(admin.AdminSite):
     index_title = "Platform administration"
 
     def has_permission(self, request: HttpRequest) -> bool:
-        return access.can_use_admin_site(request.user)
+        return access.is_platform_admin(request.user)
 
     def admin_view(self, view: Callable[..., Any], cacheable: bool = False) -> Callable[..., Any]:
         inner = super().admin_view(view, cacheable)

@@ -47,7 +47,7 @@ class ReadAnyWritePlatformAdmin(permissions.BasePermission):
     def has_permission(self, request: Request, view: APIView) -> bool:
         if not request.user.is_authenticated:
             return False
-        return request.method in permissions.SAFE_METHODS or access.can_write_catalog(request.user)
+        return request.method in permissions.SAFE_METHODS or access.is_platform_admin(request.user)
 
 
 class MembershipPermission(permissions.BasePermission):

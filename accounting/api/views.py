@@ -249,8 +249,8 @@ class PricePermission(permissions.BasePermission):
 
     def has_permission(self, request: Any, view: Any) -> bool:
         if request.method in permissions.SAFE_METHODS:
-            return access.can_read_prices(request.user)
-        return access.can_edit_prices(request.user)
+            return access.is_platform_admin_or_finance(request.user)
+        return access.is_platform_admin(request.user)
 
 
 class _PriceHistoryViewSet(

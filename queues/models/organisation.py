@@ -9,6 +9,7 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
 
+from gpuplatform import roles
 from queues.models.validators import dns_label
 
 if TYPE_CHECKING:
@@ -16,11 +17,26 @@ if TYPE_CHECKING:
 
 
 class TeamQuerySet(models.QuerySet["Team"]):
-    def visible_to(self, user: AbstractBaseUser | AnonymousUser) -> TeamQuerySet:
-        """Teams the user may see (rules in gpuplatform/access.py)."""
-        from gpuplatform import access
+    def of_member(self, user: AbstractBaseUser | AnonymousUser) -> TeamQuerySet:
+        """Teams the user belongs to (any role)."""
+        if not user.is_authenticated:
+            return self.none()
+        return self.filter(memberships__user=user).distinct()
 
-        return self.filter(pk__in=access.visible_teams(user).values("pk"))
+    def administered_by(self, user: AbstractBaseUser | AnonymousUser) -> TeamQuerySet:
+        """Teams where the user is a team admin."""
+        if not user.is_authenticated:
+            return self.none()
+        return self.filter(
+            memberships__user=user, memberships__role=Membership.Role.TEAM_ADMIN
+        ).distinct()
+
+    def visible_to(self, user: AbstractBaseUser | AnonymousUser) -> TeamQuerySet:
+        """Teams the user may see: every team for platform admins and finance, their own teams
+        for everyone else."""
+        if roles.is_platform_admin_or_finance(user):
+            return self.all()
+        return self.filter(pk__in=Team.objects.of_member(user).values("pk"))
 
 
 class Team(models.Model):
@@ -91,10 +107,16 @@ class Cohort(models.Model):
 
 class QueueQuerySet(models.QuerySet["Queue"]):
     def visible_to(self, user: AbstractBaseUser | AnonymousUser) -> QueueQuerySet:
-        """Queues the user may see (rules in gpuplatform/access.py)."""
-        from gpuplatform import access
+        """Queues of the teams the user may see."""
+        return self.filter(team__in=Team.objects.visible_to(user))
 
-        return self.filter(team__in=access.visible_teams(user))
+    def submittable_by(self, user: AbstractBaseUser | AnonymousUser) -> QueueQuerySet:
+        """Open queues the user may submit to: their teams' queues (every one for platform
+        admins)."""
+        queues = self.filter(is_open=True)
+        if roles.is_platform_admin(user):
+            return queues
+        return queues.filter(team__in=Team.objects.of_member(user))
 
 
 class Queue(models.Model):

@@ -31,7 +31,7 @@ def queue_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "queue": queue,
             "status": status,
             "can_submit": access.submittable_queues(request.user).filter(pk=queue.pk).exists(),
-            "can_edit": access.can_manage_platform(request.user),
+            "is_platform_admin": access.is_platform_admin(request.user),
             "history": history,
         },
     )

@@ -16,10 +16,10 @@ from queues.views.manage.generic import SECTIONS
 def index(request: HttpRequest) -> HttpResponse:
     if not access.can_open_manage_pages(request.user):
         raise PermissionDenied("Only platform admins and team admins manage the platform.")
-    platform = access.can_manage_platform(request.user)
-    recent = AuditEntry.objects.all()[:20] if platform else []
+    platform_admin = access.is_platform_admin(request.user)
+    recent = AuditEntry.objects.all()[:20] if platform_admin else []
     return render(
         request,
         "manage/index.html",
-        {"platform": platform, "sections": SECTIONS.values(), "recent": recent},
+        {"is_platform_admin": platform_admin, "sections": SECTIONS.values(), "recent": recent},
     )

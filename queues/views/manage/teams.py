@@ -29,7 +29,7 @@ def team_list(request: HttpRequest) -> HttpResponse:
     return render(
         request,
         "manage/team_list.html",
-        {"teams": teams, "can_create": access.can_manage_platform(request.user)},
+        {"teams": teams, "is_platform_admin": access.is_platform_admin(request.user)},
     )
 
 
@@ -40,7 +40,7 @@ def team_edit(request: HttpRequest, pk: int | None = None) -> HttpResponse:
         team = Team()
     else:
         team = access.managed_team_or_404(request.user, pk)
-    edit_team = access.can_manage_platform(request.user)
+    edit_team = access.is_platform_admin(request.user)
     before = audited_values(team, Team.AUDITED_FIELDS)
     members_before = {
         m.pk: (m, audited_values(m, MEMBER_FIELDS))
