@@ -64,32 +64,6 @@ def test_submit_form_names_each_bad_field_next_to_it(
     assert "min_workers (3) cannot exceed workers (2)" in html
 
 
-def test_submit_refuses_another_teams_queue_and_a_flavor_without_quota(
-    client: Client, researcher_a: User, queue_a: Queue, queue_b: Queue,
-    service_class_std: ServiceClass, flavor_h100: Flavor,
-) -> None:  # fmt: skip
-    a100 = Flavor.objects.create(name="a100", resource="nvidia.com/gpu")
-    client.force_login(researcher_a)
-    response = client.post(reverse("submit"), form_data(queue_b, service_class_std, flavor_h100))
-    assert "queue" in response.context["form"].errors
-    response = client.post(
-        reverse("submit"), form_data(queue_a, service_class_std, flavor_h100, fallback_1=a100.pk)
-    )
-    assert "fallback_1" in response.context["form"].errors  # a100 has no quota anywhere of A's
-    assert not Job.objects.exists()
-
-
-def test_submit_refuses_a_class_the_queue_does_not_allow(
-    client: Client, researcher_a: User, queue_a: Queue, service_class_std: ServiceClass,
-    spot: ServiceClass, flavor_h100: Flavor,
-) -> None:  # fmt: skip
-    queue_a.allowed_service_classes.add(spot)
-    client.force_login(researcher_a)
-    response = client.post(reverse("submit"), form_data(queue_a, service_class_std, flavor_h100))
-    errors = response.context["form"].errors
-    assert "does not accept the 'standard' class" in errors["service_class"][0]
-
-
 def test_check_button_shows_the_estimate_without_submitting(
     client: Client, researcher_a: User, queue_a: Queue, service_class_std: ServiceClass,
     flavor_h100: Flavor, sim_cluster: Cluster,

@@ -109,14 +109,6 @@ def test_estimate_writes_nothing(
     assert before == after
 
 
-def test_estimate_names_the_bad_field(
-    queue_a: Queue, service_class_std: ServiceClass, flavor_h100: Flavor, researcher_a: Any
-) -> None:
-    with pytest.raises(ValidationError) as error:
-        estimate_submission(researcher_a, queue_a, service_class_std, [], 0, 1)
-    assert set(error.value.message_dict) == {"workers", "flavors"}
-
-
 def test_queue_status_shows_usage_borrowed_and_lent_per_flavor(
     sim_cluster: Cluster, queue_a: Queue, queue_b: Queue, submit: Callable[..., Job],
     cycle: Callable[..., Any],
@@ -152,16 +144,6 @@ def test_estimate_refuses_a_queue_the_user_may_not_submit_to(
     with pytest.raises(ValidationError) as error:
         _estimate(queue_b, service_class_std, flavor_h100, researcher_a)
     assert "belongs to another team" in error.value.message_dict["queue"][0]
-
-
-def test_estimate_refuses_a_class_the_queue_does_not_accept(
-    queue_a: Queue, service_class_std: ServiceClass, spot: ServiceClass, flavor_h100: Flavor,
-    researcher_a: Any,
-) -> None:  # fmt: skip
-    queue_a.allowed_service_classes.add(spot)
-    with pytest.raises(ValidationError) as error:
-        _estimate(queue_a, service_class_std, flavor_h100, researcher_a)
-    assert "does not accept the 'standard' class" in error.value.message_dict["service_class"][0]
 
 
 def test_estimate_that_waits_gives_wall_clock_times_and_names_jobs_not_engine_ids(
