@@ -3,6 +3,10 @@
 ``run_cycle`` ranks the pending jobs, admits what fits quota and placement, preempts under rules
 1-7, reserves for the best-ranked blocked job (EASY backfill), grows elastic jobs into idle
 capacity and explains every job left pending. Deterministic: same snapshot, same result.
+
+What the walk learns about job shapes on the cycle's current state lives in its ``WalkMemo``
+(``memo.py``, which says what each memo holds and when it is forgotten); what is kept from one
+cycle to the next lives in the caller's ``EngineState`` (``state.py``).
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ from gpusched.engine.backfill import (
 )
 from gpusched.engine.context import DEFAULT_CLASS, RunningJob, build_context
 from gpusched.engine.explain import PendingInfo
+from gpusched.engine.growth import grow
+from gpusched.engine.memo import Blocked, WalkMemo
 from gpusched.engine.model import (
     Admit,
     CycleResult,
@@ -29,7 +35,7 @@ from gpusched.engine.model import (
     Snapshot,
     Stop,
 )
-from gpusched.engine.placement import Placement, Workers, place, place_in_cluster
+from gpusched.engine.placement import Placement, place
 from gpusched.engine.policies import Policy, get_policy
 from gpusched.engine.preemption import PreemptionPlan, candidates, plan_preemption
 from gpusched.engine.ranking import JobFacts
@@ -38,7 +44,7 @@ from gpusched.engine.state import EngineState
 MAX_FAILED_PREEMPTIONS = 8  # bound on fruitless preemption searches per cycle
 
 
-def _first(kept: tuple[str, str] | None, reason: str, flavor: str) -> tuple[str, str]:
+def _first_reason(kept: Blocked | None, reason: str, flavor: str) -> Blocked:
     """The reason a job waits: its first flavor's, unless it can never run there and only waits
     for another flavor."""
     if kept is None or (kept[0] in explain.NEVER and reason not in explain.NEVER):
@@ -51,155 +57,145 @@ class _Cycle:
         self, snapshot: Snapshot, policy: Policy, explain_pending: bool, state: EngineState
     ) -> None:
         self.ctx = build_context(snapshot, policy, state)
-        self.ranker = state.ranker
-        self.memoize = state.memoize  # reuse admission failures by job shape (see EngineState)
         self.policy = policy
         self.explain = explain_pending
+        self.ranker = state.ranker
+        self.reuse = state.memoize  # the walk may skip jobs whose shape the memo knows
+        self.memo = WalkMemo(reuse=state.memoize)
+        # the decisions
         self.admits: list[Admit] = []
         self.scales: list[Scale] = []
         self.infos: dict[str, PendingInfo] = {}
-        self.blocked_reason: dict[str, tuple[str, str]] = {}  # job -> (reason, flavor)
-        # shapes that failed placement: (flavor, g, topology, limited) -> smallest failing size
-        self.failed_shapes: dict[tuple[str, int, object, bool], int] = {}
-        self.failed_preemptions = 0
-        # (queue, priority, flavor, g, topology) -> smallest gang size that found no victims
-        self.preempt_failed: dict[tuple[object, ...], int] = {}
+        # what the walk found out
+        self.blocked_reason: dict[str, Blocked] = {}  # job -> why it was not admitted
+        self.failed_preemptions = 0  # searches that found no victim set (the search bound)
         self.reserve_tried = False
         self.freed_at_once = False  # the last preemption freed GPUs nobody holds, at once
         self.head_blocker: str | None = None
-        self.capacity_blocked: set[str] = set()  # flavors some pending job waits for GPUs of
-        # (cohort, flavor) whose pool some pending job waits for quota of
-        self.pool_blocked: set[tuple[str, str]] = set()
-        # admission failures by job shape, valid until the cycle's state next changes
-        self.admit_failed: dict[int, tuple[str, str] | None] = {}
-        self.quota_memo: dict[tuple[str, str, int, bool], str | None] = {}  # same validity
-        self.shape_blocked: dict[int, bool] = {}  # rank shape -> quota_blocks_shape; same
-        # (queue, class, flavor, units) with no preemption candidates: same validity
-        self.no_candidates: set[tuple[str, str, str, int]] = set()
-
-    def _state_changes(self) -> None:
-        """Admission, preemption or a reservation is about to change what later jobs see."""
-        self.admit_failed.clear()
-        self.quota_memo.clear()
-        self.shape_blocked.clear()
-        self.no_candidates.clear()
+        # what the jobs left pending wait for, which growth must leave to them
+        self.flavors_waited_for: set[str] = set()  # GPUs of these flavors
+        self.pools_waited_for: set[tuple[str, str]] = set()  # quota of these (cohort, flavor)
 
     # -- admission ---------------------------------------------------------------------------
     def try_admit(self, facts: JobFacts, long_job: bool) -> bool:
         """Admit the job if it fits; ``long_job``: it would still run at the reservation's start."""
         job = facts.job
-        # a job of the same shape already failed on this very state: it fails the same way
-        memo_key = facts.walk[long_job]
-        if self.memoize and memo_key in self.admit_failed:
-            known = self.admit_failed[memo_key]
+        key = facts.long_key if long_job else facts.short_key
+        failed = self.memo.admission
+        if key in failed:  # a job of its shape already failed on this very state: so does it
+            known = failed.look_up(key)
             if known is not None:
                 self.blocked_reason[job.name] = known
             return False
         cls = self.ctx.cls(job.service_class)
         least = job.min_workers or job.workers
-        first_reason = self._try_admit(job, cls, job.gpus_per_worker, least, long_job)
-        if first_reason is True:
+        outcome = self._try_admit(job, cls, job.gpus_per_worker, least, long_job)
+        if outcome is True:
             return True
-        self.admit_failed[memo_key] = first_reason
-        if first_reason is not None:
-            self.blocked_reason[job.name] = first_reason
+        failed.record(key, outcome)
+        if outcome is not None:
+            self.blocked_reason[job.name] = outcome
         return False
 
     def _try_admit(
-        self, job: PendingJob, cls: ServiceClass, g: int, least: int, long_job: bool
-    ) -> tuple[str, str] | Literal[True] | None:
+        self, job: PendingJob, cls: ServiceClass, gpus: int, least: int, long_job: bool
+    ) -> Blocked | Literal[True] | None:
         """Admit ``job`` if it fits (True); otherwise the first flavor's blocking reason."""
         ctx = self.ctx
-        res = ctx.reservation
-        first_reason: tuple[str, str] | None = None
-        for f in job.flavors:
-            reason = self._quota_reason(job.queue, f, least * g, cls.can_borrow)
+        quota = ctx.quota
+        queue = job.queue
+        reservation = ctx.reservation
+        placement_failed = self.memo.placement_failed
+        first: Blocked | None = None
+        for flavor in job.flavors:
+            reason = self._quota_reason(queue, flavor, least * gpus, cls.can_borrow)
             if reason is not None:
-                first_reason = _first(first_reason, reason, f)
+                first = _first_reason(first, reason, flavor)
                 continue
-            room = ctx.quota.headroom(job.queue, f)
-            if job.queue in ctx.nominal_only:
-                left = ctx.quota.nominal(job.queue, f) - ctx.quota.used(job.queue, f)
-                if least * g > left:
-                    first_reason = _first(first_reason, explain.QUOTA_HELD, f)
+            room = quota.headroom(queue, flavor)
+            if queue in ctx.nominal_only:
+                left = quota.nominal(queue, flavor) - quota.used(queue, flavor)
+                if least * gpus > left:
+                    first = _first_reason(first, explain.QUOTA_HELD, flavor)
                     continue
                 room = min(room, left)
             if not cls.can_borrow:
-                room = min(room, ctx.quota.nominal(job.queue, f) - ctx.quota.used(job.queue, f))
-            if long_job and res is not None and res.flavor == f and res.queue == job.queue:
+                room = min(room, quota.nominal(queue, flavor) - quota.used(queue, flavor))
+            at_reservation = long_job and reservation is not None and reservation.flavor == flavor
+            if at_reservation and reservation is not None and reservation.queue == queue:
                 # a long job of the reserved job's queue must leave it its quota at the start
-                if least * g > res.quota_room:
-                    first_reason = _first(first_reason, explain.BEHIND_RESERVATION, f)
+                if least * gpus > reservation.quota_room:
+                    first = _first_reason(first, explain.BEHIND_RESERVATION, flavor)
                     continue
-                room = min(room, res.quota_room)
-            want = max(least, min(job.workers, room // g))
-            shape = (f, g, job.topology, long_job)
-            failed_at = self.failed_shapes.get(shape)
+                room = min(room, reservation.quota_room)
+            want = max(least, min(job.workers, room // gpus))
+            shape = (flavor, gpus, job.topology, long_job)
+            failed_at = placement_failed.look_up(shape)
             if failed_at is not None and least >= failed_at:
-                first_reason = _first(first_reason, self._capacity_reason(job, f), f)
+                first = _first_reason(first, self._capacity_reason(job, flavor), flavor)
                 continue
-            free = ctx.cap.free_of(f)
-            if long_job and res is not None and res.flavor == f:
-                free = limited_free(free, res)
-            p = place(ctx.cap, f, want, least, g, job.topology, free, self.policy.first_fit)
-            if p is None:
-                self.failed_shapes[shape] = min(least, failed_at or least)
-                if long_job and res is not None and res.flavor == f:
-                    full = place(ctx.cap, f, want, least, g, job.topology, None, True)
-                    if full is not None:
-                        first_reason = _first(first_reason, explain.BEHIND_RESERVATION, f)
+            free = ctx.cap.free_of(flavor)
+            if at_reservation and reservation is not None:
+                free = limited_free(free, reservation)
+            first_fit = self.policy.first_fit
+            placement = place(ctx.cap, flavor, want, least, gpus, job.topology, free, first_fit)
+            if placement is None:
+                placement_failed.record(shape, least)
+                if at_reservation:
+                    anywhere = place(ctx.cap, flavor, want, least, gpus, job.topology, None, True)
+                    if anywhere is not None:
+                        first = _first_reason(first, explain.BEHIND_RESERVATION, flavor)
                         continue
-                first_reason = _first(first_reason, self._capacity_reason(job, f), f)
+                first = _first_reason(first, self._capacity_reason(job, flavor), flavor)
                 continue
-            self.commit_admit(job, f, p, ctx.now, long_job)
+            self.commit_admit(job, flavor, placement, ctx.now, long_job)
             return True
-        return first_reason
+        return first
 
     def _quota_reason(self, queue: str, flavor: str, units: int, can_borrow: bool) -> str | None:
         """Why the queue's quota cannot take ``units`` more of ``flavor`` now; None if it can."""
-        qkey = (queue, flavor, units, can_borrow)
-        if self.memoize and qkey in self.quota_memo:
-            return self.quota_memo[qkey]
+        ask = (queue, flavor, units, can_borrow)
+        known = self.memo.quota_reason
+        if ask in known:
+            return known.look_up(ask)
         quota = self.ctx.quota
         reason = quota.blocked_reason(queue, flavor, units, can_borrow)
         if reason is not None and quota.never_fits(queue, flavor, units, can_borrow):
             reason = explain.QUOTA_EXCEEDED
-        self.quota_memo[qkey] = reason
+        known.record(ask, reason)
         return reason
 
     def quota_blocks_shape(self, facts: JobFacts) -> bool:
         """Whether the quota blocks the job in every flavor; the same for every job of its rank
-        shape until the state next changes, so it is kept in ``shape_blocked`` (the walk looks
-        there first). Records what the walk records for such a job."""
-        sid = facts.rank_shape
+        shape until the state next changes, so the memo keeps it (the walk looks there first).
+        Records what the walk records for such a job."""
         job = facts.job
         units = (job.min_workers or job.workers) * job.gpus_per_worker
         can_borrow = self.ctx.cls(job.service_class).can_borrow
-        first: tuple[str, str] | None = None
-        for f in job.flavors:
-            reason = self._quota_reason(job.queue, f, units, can_borrow)
+        first: Blocked | None = None
+        for flavor in job.flavors:
+            reason = self._quota_reason(job.queue, flavor, units, can_borrow)
             if reason is None:
-                self.shape_blocked[sid] = False
+                self.memo.quota_blocked.record(facts.rank_shape, False)
                 return False
-            first = _first(first, reason, f)
-        self.shape_blocked[sid] = True
+            first = _first_reason(first, reason, flavor)
+        self.memo.quota_blocked.record(facts.rank_shape, True)
         if first is not None:
             self._note_blocked(job, first)
         return True
 
-    def _note_blocked(self, job: PendingJob, why: tuple[str, str]) -> None:
+    def _note_blocked(self, job: PendingJob, why: Blocked) -> None:
         """What a job left pending tells growth: a flavor's GPUs or a cohort pool are wanted."""
         reason, flavor = why
         if reason in (explain.CAPACITY, explain.TOPOLOGY, explain.BEHIND_RESERVATION):
-            self.capacity_blocked.update(job.flavors)
+            self.flavors_waited_for.update(job.flavors)
         elif reason == explain.COHORT_POOL:
             cohort = self.ctx.quota.cohort.get(job.queue)
             if cohort is not None:
-                self.pool_blocked.add((cohort, flavor))
+                self.pools_waited_for.add((cohort, flavor))
 
     def _capacity_reason(self, job: PendingJob, flavor: str) -> str:
-        cap = self.ctx.cap
-        totals = cap.total.get(flavor)
+        totals = self.ctx.cap.total.get(flavor)
         if not totals:
             return explain.NO_FLAVOR
         need = (job.min_workers or job.workers) * job.gpus_per_worker
@@ -210,31 +206,31 @@ class _Cycle:
         return explain.CAPACITY
 
     def commit_admit(
-        self, job: PendingJob, flavor: str, p: Placement, start_at: float, long_job: bool
+        self, job: PendingJob, flavor: str, placement: Placement, start_at: float, long_job: bool
     ) -> None:
         ctx = self.ctx
-        self._state_changes()
-        units = {i: w * job.gpus_per_worker for i, w in p.workers.items()}
+        self.memo.state_changed()
+        gpus = job.gpus_per_worker
+        units = {node: count * gpus for node, count in placement.workers.items()}
         ctx.cap.take(flavor, units)
         total = sum(units.values())
         borrowing = not ctx.quota.within_nominal(job.queue, flavor, total)
         ctx.quota.add(job.queue, flavor, total)
-        res = ctx.reservation
-        if long_job and res is not None and res.flavor == flavor:
-            for i, u in units.items():
-                if i in res.spare:
-                    res.spare[i] -= u
-            if res.queue == job.queue:
-                res.quota_room -= total
-        self._track(job, p, flavor, start_at)
-        names = ctx.cap.names
+        reservation = ctx.reservation
+        if long_job and reservation is not None and reservation.flavor == flavor:
+            for node, taken in units.items():
+                if node in reservation.spare:
+                    reservation.spare[node] -= taken
+            if reservation.queue == job.queue:
+                reservation.quota_room -= total
+        self._track(job, placement, flavor, start_at)
         self.admits.append(
             Admit(
                 job=job.name,
-                cluster=p.cluster,
+                cluster=placement.cluster,
                 flavor=flavor,
-                workers=p.count,
-                placement={names[i]: u for i, u in sorted(units.items())},
+                workers=placement.count,
+                placement=ctx.cap.by_name(units),
                 start_at=start_at,
                 borrowing=borrowing,
             )
@@ -244,106 +240,108 @@ class _Cycle:
     def try_preempt(self, job: PendingJob) -> bool:
         """Called while fewer than MAX_FAILED_PREEMPTIONS searches have failed this cycle."""
         ctx = self.ctx
+        memo = self.memo
         cls = ctx.cls(job.service_class)
+        gpus = job.gpus_per_worker
         least = job.min_workers or job.workers
-        for f in job.flavors:
-            if ctx.quota.never_fits(job.queue, f, least * job.gpus_per_worker, cls.can_borrow):
+        for flavor in job.flavors:
+            if ctx.quota.never_fits(job.queue, flavor, least * gpus, cls.can_borrow):
                 continue  # no victims could make room in its quota
-            key = (job.queue, cls.priority, f, job.gpus_per_worker, job.topology)
-            failed_at = self.preempt_failed.get(key)
+            shape = (job.queue, cls.priority, flavor, gpus, job.topology)
+            failed_at = memo.preemption_failed.look_up(shape)
             if failed_at is not None and least >= failed_at:
                 continue
-            none_key = (job.queue, job.service_class, f, least * job.gpus_per_worker)
-            if self.memoize and none_key in self.no_candidates:
+            ask = (job.queue, job.service_class, flavor, least * gpus)
+            if ask in memo.no_candidates:
                 continue
-            cands = candidates(ctx, job, f)
-            if not cands:
-                self.no_candidates.add(none_key)
+            found = candidates(ctx, job, flavor)
+            if not found:
+                memo.no_candidates.record(ask, True)
                 continue
-            plan = plan_preemption(ctx, job, f, cands)
+            plan = plan_preemption(ctx, job, flavor, found)
             if plan is None:
-                self.preempt_failed[key] = least
+                memo.preemption_failed.record(shape, least)
                 self.failed_preemptions += 1
                 continue
-            self.commit_preemption(job, f, plan)
+            self.commit_preemption(job, flavor, plan)
             return True
         return False
 
     def commit_preemption(self, job: PendingJob, flavor: str, plan: PreemptionPlan) -> None:
         ctx = self.ctx
-        self._state_changes()
+        self.memo.state_changed()
         now = ctx.now
         free = ctx.cap.free_of(flavor)
         before = dict(free)
         release = now
-        for v in plan.victims:
-            r = v.job
-            removed_units = sum(v.removed.values()) * r.g
-            ctx.quota.add(r.queue, flavor, -removed_units)
-            release_at = now + r.cls.grace_period
+        for victim in plan.victims:
+            running = victim.job
+            ctx.quota.add(running.queue, flavor, -sum(victim.removed.values()) * running.g)
+            release_at = now + running.cls.grace_period
             release = max(release, release_at)
-            ctx.mutated.append((r, dict(r.workers)))
-            if v.stops:
-                ctx.stops.append(Stop(r.name, v.reason, job.name, release_at))
-                r.workers = {}
-                r.preemptible_now = False
+            ctx.mutated.append((running, dict(running.workers)))
+            if victim.stops:
+                ctx.stops.append(Stop(running.name, victim.reason, job.name, release_at))
+                running.workers = {}
+                running.preemptible_now = False
             else:
-                for i, w in v.removed.items():
-                    r.workers[i] -= w
-                    if r.workers[i] == 0:
-                        del r.workers[i]
+                for node, count in victim.removed.items():
+                    running.workers[node] -= count
+                    if running.workers[node] == 0:
+                        del running.workers[node]
                 self.scales.append(
                     Scale(
-                        job=r.name,
-                        workers=r.count,
-                        placement=self._named_units(r.workers, r.g),
+                        job=running.name,
+                        workers=running.count,
+                        placement=ctx.cap.by_name(running.units()),
                         by=job.name,
-                        reason=v.reason,
+                        reason=victim.reason,
                         release_at=release_at,
                     )
                 )
         free.clear()
         free.update(plan.free)
         ctx.cap.invalidate(flavor)
-        units = {i: w * job.gpus_per_worker for i, w in plan.placement.workers.items()}
+        gpus = job.gpus_per_worker
+        units = {node: count * gpus for node, count in plan.placement.workers.items()}
         ctx.cap.take(flavor, units)
+        freed = sum(sum(victim.removed.values()) * victim.job.g for victim in plan.victims)
         if release > now:
             # the victims' GPUs are held for the preemptor until it starts, and the victims
             # keep counting against their queues' quota until their grace period ends
-            for i in list(free):
-                if free[i] > before.get(i, 0):
-                    free[i] = before.get(i, 0)
+            for node in list(free):
+                if free[node] > before.get(node, 0):
+                    free[node] = before.get(node, 0)
             ctx.cap.invalidate(flavor)
-            for v in plan.victims:
-                ctx.quota.add(v.job.queue, flavor, sum(v.removed.values()) * v.job.g)
-        elif sum(sum(v.removed.values()) * v.job.g for v in plan.victims) > sum(units.values()):
+            for victim in plan.victims:
+                held = sum(victim.removed.values()) * victim.job.g
+                ctx.quota.add(victim.job.queue, flavor, held)
+        elif freed > sum(units.values()):
             self.freed_at_once = True  # victims without grace left GPUs free beyond its take
-        res = ctx.reservation
-        if res is not None and plan.reserved_spare is not None:
-            res.spare = plan.reserved_spare
-            res.quota_room = plan.quota_room
-        # capacity came free: shapes that failed may fit now
-        self.failed_shapes = {k: v for k, v in self.failed_shapes.items() if k[0] != flavor}
+        reservation = ctx.reservation
+        if reservation is not None and plan.reserved_spare is not None:
+            reservation.spare = plan.reserved_spare
+            reservation.quota_room = plan.quota_room
+        self.memo.capacity_freed(flavor)
         total = sum(units.values())
         borrowing = not ctx.quota.within_nominal(job.queue, flavor, total)
         ctx.quota.add(job.queue, flavor, total)
         if release > now and not ctx.cls(job.service_class).can_borrow:
             ctx.nominal_only.add(job.queue)
         self._track(job, plan.placement, flavor, release)
-        names = ctx.cap.names
         self.admits.append(
             Admit(
                 job=job.name,
                 cluster=plan.placement.cluster,
                 flavor=flavor,
                 workers=plan.placement.count,
-                placement={names[i]: u for i, u in sorted(units.items())},
+                placement=ctx.cap.by_name(units),
                 start_at=release,
                 borrowing=borrowing,
             )
         )
 
-    def _track(self, job: PendingJob, p: Placement, flavor: str, start: float) -> None:
+    def _track(self, job: PendingJob, placement: Placement, flavor: str, start: float) -> None:
         """A job admitted this cycle: its estimated end feeds backfill; never a victim now."""
         ctx = self.ctx
         cls = ctx.cls(job.service_class)
@@ -352,10 +350,10 @@ class _Cycle:
                 name=job.name,
                 queue=job.queue,
                 cls=cls,
-                cluster=p.cluster,
+                cluster=placement.cluster,
                 flavor=flavor,
                 g=job.gpus_per_worker,
-                workers=dict(p.workers),
+                workers=dict(placement.workers),
                 started_at=None,
                 est_end=start + ctx.runtime_of(job.estimated_runtime, cls),
                 min_workers=job.min_workers,
@@ -365,96 +363,28 @@ class _Cycle:
             )
         )
 
-    def _named_units(self, workers: Workers, g: int) -> dict[str, int]:
-        names = self.ctx.cap.names
-        return {names[i]: w * g for i, w in sorted(workers.items())}
-
-    # -- backfill and growth -------------------------------------------------------------------
+    # -- backfill ------------------------------------------------------------------------------
     def reserve(self, job: PendingJob) -> None:
         ctx = self.ctx
-        flavors = [f for f in job.flavors if ctx.cap.total.get(f)]
+        flavors = [flavor for flavor in job.flavors if ctx.cap.total.get(flavor)]
         if not flavors:
             return
-        self._state_changes()
+        self.memo.state_changed()
         ctx.reservation = find_reservation(ctx, job, flavors)
-
-    def grow(self) -> None:
-        ctx = self.ctx
-        res = ctx.reservation
-        elastic = [
-            r
-            for r in ctx.running
-            if r.min_workers is not None
-            and r.preemptible_now
-            and r.workers
-            and r.count < r.max_workers
-            and r.flavor not in self.capacity_blocked
-        ]
-        elastic.sort(key=lambda r: (-r.cls.priority, r.started_at or 0.0, r.name))
-        for r in elastic:
-            room = ctx.quota.headroom(r.queue, r.flavor)
-            if not r.cls.can_borrow or r.queue in ctx.nominal_only:
-                room = min(
-                    room, ctx.quota.nominal(r.queue, r.flavor) - ctx.quota.used(r.queue, r.flavor)
-                )
-            cohort = ctx.quota.cohort.get(r.queue)
-            if cohort is not None and (cohort, r.flavor) in self.pool_blocked:
-                # a pending job waits for the cohort pool's quota: growing must not take it,
-                # or the grown job's share invites a fair-share preemption that stops it whole,
-                # and it comes back smaller to preempt its preemptor in turn (a livelock)
-                lim = ctx.quota.limits(r.queue, r.flavor)
-                room = min(room, lim.reserved - ctx.quota.used(r.queue, r.flavor))
-            extra = min(r.max_workers - r.count, room // r.g)
-            if extra <= 0:
-                continue
-            free = ctx.cap.free_of(r.flavor)
-            if res is not None and res.flavor == r.flavor:
-                free = limited_free(free, res)
-            added = self._grow_on(r, extra, free)
-            if not added:
-                continue
-            units = {i: w * r.g for i, w in added.items()}
-            ctx.mutated.append((r, dict(r.workers)))
-            ctx.cap.take(r.flavor, units)
-            ctx.quota.add(r.queue, r.flavor, sum(units.values()))
-            for i, w in added.items():
-                r.workers[i] = r.workers.get(i, 0) + w
-            self.scales.append(
-                Scale(r.name, r.count, self._named_units(r.workers, r.g), reason="grow")
-            )
-
-    def _grow_on(self, r: RunningJob, extra: int, free: Mapping[int, int]) -> Workers:
-        added: Workers = {}
-        # first on nodes it already uses, then anywhere in its cluster (and domain)
-        for i in sorted(r.workers):
-            take = min(extra, free.get(i, 0) // r.g)
-            if take > 0:
-                added[i] = take
-                extra -= take
-        if extra > 0:
-            rest = {i: f - added.get(i, 0) * r.g for i, f in free.items()}
-            topo = r.topology
-            if topo is not None and topo.required and topo.level in self.ctx.cap.domain:
-                domain = self.ctx.cap.domain[topo.level]
-                mine = {domain[i] for i in r.workers}
-                rest = {i: f for i, f in rest.items() if domain[i] in mine}
-            more = place_in_cluster(self.ctx.cap, r.cluster, r.flavor, extra, 1, r.g, None, rest)
-            for i, w in (more or {}).items():
-                added[i] = added.get(i, 0) + w
-        return added
 
     # -- explanations --------------------------------------------------------------------------
     def explain_pending(self, ranked: list[PendingJob], pending: set[str]) -> None:
         ctx = self.ctx
+        quota = ctx.quota
         position: dict[str, int] = {}
         schedules: dict[str, list[tuple[float, int, int, str]]] = {}
         free_of: dict[str, tuple[int, int]] = {}
-        res = ctx.reservation
+        reservation = ctx.reservation
         for job in ranked:
             if job.name not in pending:
                 continue
-            pos = position.get(job.queue, 0) + 1
-            position[job.queue] = pos
+            place_in_queue = position.get(job.queue, 0) + 1
+            position[job.queue] = place_in_queue
             flavor = job.flavors[0] if job.flavors else ""
             reason, flavor = self.blocked_reason.get(job.name, (explain.CAPACITY, flavor))
             blocker = ""
@@ -465,11 +395,11 @@ class _Cycle:
             ):
                 reason, blocker = explain.HEAD_OF_LINE, self.head_blocker
             estimate: float | None = None
-            reserved = res is not None and res.job == job.name
-            if res is not None and reserved:
-                estimate = res.start
-            elif reason == explain.BEHIND_RESERVATION and res is not None:
-                blocker = res.job
+            reserved = reservation is not None and reservation.job == job.name
+            if reservation is not None and reserved:
+                estimate = reservation.start
+            elif reason == explain.BEHIND_RESERVATION and reservation is not None:
+                blocker = reservation.job
             need = (job.min_workers or job.workers) * job.gpus_per_worker
             if flavor not in free_of:
                 free_of[flavor] = (ctx.cap.free_total(flavor), ctx.cap.largest_block(flavor))
@@ -478,20 +408,19 @@ class _Cycle:
                 if flavor not in schedules:
                     schedules[flavor] = release_schedule(ctx, flavor)
                 estimate = estimated_free_time(schedules[flavor], free_total, need)
-            q = ctx.quota
-            lim = q.limits(job.queue, flavor)
-            pool_size, pool_used = q.pool_numbers(job.queue, flavor)
+            limits = quota.limits(job.queue, flavor)
+            pool_size, pool_used = quota.pool_numbers(job.queue, flavor)
             self.infos[job.name] = PendingInfo(
                 job=job.name,
                 reason=reason,
                 queue=job.queue,
-                position=pos,
+                position=place_in_queue,
                 flavor=flavor,
                 need=need,
-                used=q.used(job.queue, flavor),
-                nominal=lim.nominal,
-                limit=lim.limit if lim.limit < (1 << 59) else None,
-                cohort=q.cohort.get(job.queue),
+                used=quota.used(job.queue, flavor),
+                nominal=limits.nominal,
+                limit=limits.limit if limits.limit < (1 << 59) else None,
+                cohort=quota.cohort.get(job.queue),
                 pool_size=pool_size,
                 pool_used=pool_used,
                 free=free_total,
@@ -514,8 +443,8 @@ class _Cycle:
     ) -> None:
         """One more admission try for the jobs ``passed`` before a preemption freed GPUs that
         nobody holds (victims without a grace period, beyond what the preemptor takes)."""
-        done = {a.job for a in self.admits}
-        res = self.ctx.reservation
+        done = {admit.job for admit in self.admits}
+        reservation = self.ctx.reservation
         for facts in passed:
             job = facts.job
             if job.name in done:
@@ -523,12 +452,15 @@ class _Cycle:
             estimate = facts.estimate
             if estimate is None:
                 estimate = fallback.get(job.service_class, default)
-            mine = res is not None and res.job == job.name  # it may use its own reservation
-            long_job = res is not None and not mine and self.ctx.now + estimate > res.start
+            # it may use its own reservation
+            mine = reservation is not None and reservation.job == job.name
+            long_job = (
+                reservation is not None and not mine and self.ctx.now + estimate > reservation.start
+            )
             if self.try_admit(facts, long_job):
                 left.discard(job.name)
                 if mine:
-                    self.ctx.reservation = res = None
+                    self.ctx.reservation = reservation = None
 
     # -- the walk ------------------------------------------------------------------------------
     def _only_admissions_left(self) -> bool:
@@ -538,7 +470,7 @@ class _Cycle:
         whole. Not when explaining: every job's own reason is wanted then."""
         policy = self.policy
         return (
-            self.memoize
+            self.reuse
             and not self.explain
             and not policy.head_of_line
             and (self.reserve_tried or not policy.backfill)
@@ -547,22 +479,22 @@ class _Cycle:
 
     def run(self) -> CycleResult:
         ctx = self.ctx
+        policy = self.policy
         # without explanations, a job its quota can never hold changes nothing (no admission,
         # preemption or reservation) unless it blocks the line: the walk leaves it out
-        drop_hopeless = not self.explain and not self.policy.head_of_line
+        drop_hopeless = not self.explain and not policy.head_of_line
         ranked = self.ranker.rank(ctx, ctx.snapshot.pending, drop_hopeless=drop_hopeless)
         left: set[str] = set()
-        preemption = self.policy.preemption
         now = ctx.now
         # a job's estimated end when it has no estimate of its own, by service class
         fallback = {name: ctx.runtime_of(None, cls) for name, cls in ctx.classes.items()}
         default = ctx.runtime_of(None, DEFAULT_CLASS)
         # without explanations, a job whose shape already failed on the current state fails
-        # the same way, preemption included (the memos), and so changes nothing: skip it
-        skip_known = self.memoize and not self.explain
-        admit_failed = self.admit_failed
+        # the same way, preemption included (the memo), and so changes nothing: skip it
+        skip_known = self.reuse and not self.explain
+        admission_failed = self.memo.admission
+        quota_blocked = self.memo.quota_blocked.look_up  # read for every job: bound once
         only_admissions = self._only_admissions_left()
-        shape_blocked = self.shape_blocked
         recheck = 0
         for facts in ranked:
             job = facts.job
@@ -570,22 +502,23 @@ class _Cycle:
                 left.add(job.name)
                 continue
             if only_admissions:
-                blocked = shape_blocked.get(facts.rank_shape)
+                blocked = quota_blocked(facts.rank_shape)
                 if blocked or (blocked is None and self.quota_blocks_shape(facts)):
                     continue
-            res = ctx.reservation
+            reservation = ctx.reservation
             long_job = False
-            if res is not None:
+            if reservation is not None:
                 estimate = facts.estimate
                 if estimate is None:
                     estimate = fallback.get(job.service_class, default)
-                long_job = now + estimate > res.start
-            if skip_known and facts.walk[long_job] in admit_failed:
+                long_job = now + estimate > reservation.start
+            key = facts.long_key if long_job else facts.short_key
+            if skip_known and key in admission_failed:
                 continue
             if self.try_admit(facts, long_job):
                 continue
             if (
-                preemption
+                policy.preemption
                 and self.failed_preemptions < MAX_FAILED_PREEMPTIONS
                 and self.try_preempt(job)
             ):
@@ -596,29 +529,27 @@ class _Cycle:
             left.add(job.name)
             why = self.blocked_reason.get(job.name, (explain.CAPACITY, ""))
             self._note_blocked(job, why)
-            reason = why[0]
-            if self.policy.backfill and not self.reserve_tried and reason not in explain.NEVER:
+            if policy.backfill and not self.reserve_tried and why[0] not in explain.NEVER:
                 self.reserve_tried = True  # EASY: only the best-ranked blocked job
                 self.reserve(job)
-            if self.policy.head_of_line:
+            if policy.head_of_line:
                 self.head_blocker = job.name
             only_admissions = self._only_admissions_left()
         if recheck:
             self.admit_again(ranked[:recheck], left, fallback, default)
-        if self.policy.elastic_growth:
-            self.grow()
+        if policy.elastic_growth:
+            self.scales.extend(grow(ctx, self.flavors_waited_for, self.pools_waited_for))
         if self.explain:
-            self.explain_pending([f.job for f in ranked], left)
-        res = ctx.reservation
+            self.explain_pending([facts.job for facts in ranked], left)
+        reservation = ctx.reservation
         reserve = None
-        if res is not None:
-            names = ctx.cap.names
+        if reservation is not None:
             reserve = Reserve(
-                job=res.job,
-                start=res.start,
-                cluster=res.cluster,
-                flavor=res.flavor,
-                nodes={names[i]: u for i, u in sorted(res.units.items())},
+                job=reservation.job,
+                start=reservation.start,
+                cluster=reservation.cluster,
+                flavor=reservation.flavor,
+                nodes=ctx.cap.by_name(reservation.units),
             )
         return CycleResult(
             admits=tuple(self.admits),

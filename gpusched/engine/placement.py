@@ -92,6 +92,11 @@ class Capacity:
     def free_of(self, flavor: str) -> dict[int, int]:
         return self.free.setdefault(flavor, {})
 
+    def by_name(self, units: Mapping[int, int]) -> dict[str, int]:
+        """Units per node index as units per node name, in node order (for the decisions)."""
+        names = self.names
+        return {names[node]: n for node, n in sorted(units.items())}
+
     def _move(self, flavor: str, i: int, before: int, after: int) -> None:
         per = self._buckets.get(flavor)
         if per is None:

@@ -35,16 +35,17 @@ WalkShape = tuple[tuple[str, str, tuple[str, ...], int, int, int], Topology | No
 class JobFacts:
     """What the cycle needs of a pending job that stays the same while it waits."""
 
-    __slots__ = ("estimate", "job", "rank_shape", "tail", "walk")
+    __slots__ = ("estimate", "job", "long_key", "rank_shape", "short_key", "tail")
 
     def __init__(self, job: PendingJob, rank_shape: int, walk_shape: int) -> None:
         self.job = job
         self.rank_shape = rank_shape  # interned (queue, class, flavors, least units)
         self.tail = (job.submitted_at, job.name)
         self.estimate = job.estimated_runtime
-        # the admission memo's key (an interned WalkShape): for a job that ends before the
-        # reservation starts, and for one that does not
-        self.walk = (2 * walk_shape, 2 * walk_shape + 1)
+        # its keys in the walk's admission memo (memo.WalkMemo), both made from its interned
+        # WalkShape: while it would end before the reservation starts, and while it would not
+        self.short_key = 2 * walk_shape
+        self.long_key = 2 * walk_shape + 1
 
 
 _tail = attrgetter("tail")

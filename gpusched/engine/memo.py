@@ -1,0 +1,106 @@
+"""What one cycle's walk learns about job shapes, and when it forgets it (``WalkMemo``).
+
+A deep backlog holds many jobs of the same shape. Once one of them failed on the cycle's current
+state, the next one fails the same way, so the walk keeps such answers, keyed by what decides
+them, and asks once per shape. Every memo has the same small interface: ``key in memo`` and
+``look_up(key, default)`` to read, ``record(key, value)``, and ``forget()``. The cycle keeps no
+other memo.
+
+Valid until the cycle's state next changes (an admission, a preemption or a reservation: the
+cycle calls ``state_changed``, which forgets them all), and kept only while reuse is on
+(``EngineState(memoize=False)`` makes them record nothing, to test that they change no
+decision):
+
+- ``admission``: admission key (``JobFacts.short_key`` or ``long_key``: the job's walk shape,
+  and whether it would still run when the reservation starts) -> why such a job was not
+  admitted: ``(reason, flavor)`` of its first flavor, or None for a job with no flavor to try.
+- ``quota_reason``: ``(queue, flavor, units, can_borrow)`` -> why the queue's quota cannot take
+  that many more units of the flavor (an ``explain`` reason), or None when it can.
+- ``quota_blocked``: rank shape (``JobFacts.rank_shape``) -> whether the quota blocks its jobs in
+  every flavor (once only admissions are left, the walk passes over such shapes whole).
+- ``no_candidates``: ``(queue, class, flavor, units)`` -> True: no running job is a preemption
+  candidate for such a job.
+
+Valid for the whole cycle, and kept with reuse off too:
+
+- ``placement_failed``: ``(flavor, gpus per worker, topology, long job)`` -> the smallest gang
+  that found no placement (a larger one finds none either). Admissions only take GPUs, so a
+  failure stays one; a preemption frees GPUs of its flavor, and ``capacity_freed(flavor)``
+  forgets that flavor's entries.
+- ``preemption_failed``: ``(queue, priority, flavor, gpus per worker, topology)`` -> the smallest
+  gang whose search found no victim set; never forgotten within the cycle. It is part of the
+  search limits (docs/SCHEDULING.md section 4), not only a saving: a search it spares is not
+  counted among the cycle's ``MAX_FAILED_PREEMPTIONS`` fruitless ones.
+"""
+
+from __future__ import annotations
+
+from typing import TypeVar
+
+from gpusched.engine.model import Topology
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+Blocked = tuple[str, str]  # (explain reason, flavor)
+QuotaAsk = tuple[str, str, int, bool]  # (queue, flavor, units, can_borrow)
+CandidateAsk = tuple[str, str, str, int]  # (queue, service class, flavor, units)
+PlacementShape = tuple[str, int, Topology | None, bool]  # flavor, gpus, topology, long job
+PreemptionShape = tuple[str, int, str, int, Topology | None]  # queue, priority, flavor, gpus, topo
+
+
+class Memo(dict[K, V]):
+    """One memo: ``key in memo``, ``look_up``, ``record``, ``forget`` (a dict underneath, so that
+    reading it costs no more than reading a dict)."""
+
+    __slots__ = ()
+
+    look_up = dict.get
+    record = dict.__setitem__
+    forget = dict.clear
+
+
+class _Forgetful(Memo[K, V]):
+    """A memo that records nothing: every look-up misses (reuse off)."""
+
+    __slots__ = ()
+
+    def record(self, key: K, value: V) -> None:
+        pass
+
+
+class WalkMemo:
+    """The memos of one cycle's walk (see the module doc)."""
+
+    __slots__ = (
+        "admission",
+        "no_candidates",
+        "placement_failed",
+        "preemption_failed",
+        "quota_blocked",
+        "quota_reason",
+    )
+
+    def __init__(self, reuse: bool) -> None:
+        kind = Memo if reuse else _Forgetful
+        # until the state changes
+        self.admission: Memo[int, Blocked | None] = kind()
+        self.quota_reason: Memo[QuotaAsk, str | None] = kind()
+        self.quota_blocked: Memo[int, bool] = kind()
+        self.no_candidates: Memo[CandidateAsk, bool] = kind()
+        # for the whole cycle
+        self.placement_failed: Memo[PlacementShape, int] = Memo()
+        self.preemption_failed: Memo[PreemptionShape, int] = Memo()
+
+    def state_changed(self) -> None:
+        """An admission, preemption or reservation is about to change what later jobs see."""
+        self.admission.forget()
+        self.quota_reason.forget()
+        self.quota_blocked.forget()
+        self.no_candidates.forget()
+
+    def capacity_freed(self, flavor: str) -> None:
+        """A preemption freed GPUs of ``flavor``: gangs that found no placement there may now."""
+        failed = self.placement_failed
+        for shape in [shape for shape in failed if shape[0] == flavor]:
+            del failed[shape]
