@@ -21,7 +21,7 @@ from gpusched.engine.backfill import (
     limited_free,
     release_schedule,
 )
-from gpusched.engine.context import DEFAULT_CLASS, RunningJob, build_context
+from gpusched.engine.context import build_context
 from gpusched.engine.explain import PendingInfo
 from gpusched.engine.growth import grow
 from gpusched.engine.memo import Blocked, WalkMemo
@@ -39,6 +39,7 @@ from gpusched.engine.placement import Placement, place
 from gpusched.engine.policies import Policy, get_policy
 from gpusched.engine.preemption import PreemptionPlan, candidates, plan_preemption
 from gpusched.engine.ranking import JobFacts
+from gpusched.engine.running import DEFAULT_CLASS, RunningJob
 from gpusched.engine.state import EngineState
 
 MAX_FAILED_PREEMPTIONS = 8  # bound on fruitless preemption searches per cycle

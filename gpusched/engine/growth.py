@@ -11,9 +11,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Set
 
 from gpusched.engine.backfill import limited_free
-from gpusched.engine.context import CycleContext, RunningJob
+from gpusched.engine.context import CycleContext
 from gpusched.engine.model import Scale
 from gpusched.engine.placement import Workers, place_in_cluster
+from gpusched.engine.running import RunningJob
 
 
 def grow(

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpusched.engine.context import CycleContext, RunningJob
+from gpusched.engine.context import CycleContext
 from gpusched.engine.model import PendingJob
 from gpusched.engine.placement import Placement, Workers, place
+from gpusched.engine.running import RunningJob
 
 MAX_CANDIDATES = 256
 

@@ -15,7 +15,7 @@ It holds, each kept while the snapshot's objects it was built from stay the same
   are equal;
 - the static part of the quotas (``quota.QuotaStatics``), while every queue keeps its quota
   objects (the state keeps the queues, so their ids are not reused meanwhile);
-- the bookkeeping of the admitted jobs (``context.Bookkeeping``): free capacity, quota usage,
+- the bookkeeping of the admitted jobs (``bookkeeping.Bookkeeping``): free capacity, quota usage,
   running jobs, victim pools and estimated ends, brought up to date by the jobs that came and
   went since the last snapshot, while the layout, service classes and default runtime stay;
 - the ranker (``ranking.Ranker``): each pending job's facts and the waiting jobs per rank shape.
@@ -35,7 +35,7 @@ from gpusched.engine.quota import QuotaStatics
 from gpusched.engine.ranking import Ranker
 
 if TYPE_CHECKING:
-    from gpusched.engine.context import Bookkeeping
+    from gpusched.engine.bookkeeping import Bookkeeping
 
 
 class EngineState:
