@@ -32,7 +32,7 @@ from gpusched.check.share import lent, pool_of
 from gpusched.sim.scenario import JobSpec
 
 if TYPE_CHECKING:
-    from gpusched.check.checker import _Alloc, _Replay
+    from gpusched.check.replay import Alloc, Replay
 
 MAX_FRUITLESS = 8  # the engine's bound on fruitless preemption searches per cycle
 
@@ -54,7 +54,7 @@ class Reserved:
 
 
 class Conservation:
-    def __init__(self, replay: _Replay, events: list[Any]) -> None:
+    def __init__(self, replay: Replay, events: list[Any]) -> None:
         self.replay = replay
         # every job's admits in time order: (t, flavor, placement)
         self.admits: dict[str, list[tuple[float, str, dict[str, int]]]] = defaultdict(list)
@@ -199,7 +199,7 @@ class Conservation:
 
     def reclaimable(
         self, job: JobSpec, flavor: str, t: float, quota_used: Mapping[tuple[str, str], int]
-    ) -> list[_Alloc]:
+    ) -> list[Alloc]:
         replay = self.replay
         cohort = replay.queues[job.queue].cohort
         out = []

@@ -22,10 +22,10 @@ from gpusched.check.jobs import EPS, fmt
 from gpusched.sim.scenario import JobSpec, QuotaSpec
 
 if TYPE_CHECKING:
-    from gpusched.check.checker import _Replay
+    from gpusched.check.replay import Replay
 
 
-def share(replay: _Replay, usage: Mapping[tuple[str, str], int], queue: str) -> float:
+def share(replay: Replay, usage: Mapping[tuple[str, str], int], queue: str) -> float:
     spec = replay.queues[queue]
     best = 0.0
     for flavor in replay.flavors:
@@ -48,7 +48,7 @@ def lent(quota: QuotaSpec | None) -> int:
 
 
 def pool_of(
-    replay: _Replay, cohort: str | None, flavor: str, usage: Mapping[tuple[str, str], int]
+    replay: Replay, cohort: str | None, flavor: str, usage: Mapping[tuple[str, str], int]
 ) -> tuple[int, int]:
     """The cohort's pool of ``flavor`` and how much of it the members' ``usage`` draws."""
     size = drawn = 0
@@ -64,7 +64,7 @@ def pool_of(
 
 
 def fair_share_problem(
-    replay: _Replay, t: float, victim: JobSpec, flavor: str, removed: int, by: JobSpec
+    replay: Replay, t: float, victim: JobSpec, flavor: str, removed: int, by: JobSpec
 ) -> str | None:
     """Why rule 3 forbids this removal, or None when one of its two tests passes (or the
     report does not say how much the preemptor takes)."""

@@ -1,0 +1,123 @@
+"""The preemption rules checked for every job stopped or shrunk for a preemptor (rules 1-5).
+
+A victim's class must be preemptible and past its ``min_runtime``; a preemptor may stop only
+strictly lower-priority jobs of its own queue (``priority``) or, from another queue of the
+cohort, jobs of borrowing queues (``reclaim``, ``fair-share`` with rule 3's share tests in
+``share.py``); and the preemptor must start once the victims' grace period has passed, plus one
+cycle (its promise), unless it is excused (``Replay.started_in_time``).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from gpusched.check.jobs import EPS, fmt
+from gpusched.check.share import fair_share_problem
+from gpusched.sim.scenario import JobSpec
+
+if TYPE_CHECKING:
+    from gpusched.check.replay import Alloc, Replay
+
+
+def check_victim(
+    replay: Replay, t: float, job: JobSpec, alloc: Alloc, event: Mapping[str, Any], reason: str,
+    what: str,
+) -> None:  # fmt: skip
+    """Rules 1-5 for a job stopped or shrunk (rule 6) for a preemptor."""
+    service_class = replay.classes[job.service_class]
+    if not service_class.preemptible:
+        replay.fail(t, what, f"class {service_class.name} is not preemptible ({reason})")
+    ran = t - alloc.started
+    if ran < service_class.min_runtime - EPS:
+        replay.fail(
+            t, what, f"preempted ({reason}) after {fmt(ran)} s, inside its class "
+            f"min_runtime of {fmt(service_class.min_runtime)} s"
+        )  # fmt: skip
+    check_preemptor(replay, t, job, event, reason, what)
+    by = replay.jobs.get(str(event.get("by")))
+    if reason == "fair-share" and by is not None:
+        placement = event.get("placement")
+        kept = sum(placement.values()) if isinstance(placement, Mapping) else 0
+        removed = sum(alloc.placement.values()) - kept
+        replay.release_due(t)
+        problem = fair_share_problem(replay, t, job, alloc.flavor, removed, by)
+        if problem is not None:
+            replay.fail(t, what, problem)
+    promise(replay, t, job, event, what)
+
+
+def check_preemptor(
+    replay: Replay, t: float, victim: JobSpec, event: Mapping[str, Any], reason: str, what: str
+) -> None:
+    by_name = event.get("by")
+    by = replay.jobs.get(by_name) if isinstance(by_name, str) else None
+    if by is None:
+        replay.fail(t, what, f"reason {reason} needs 'by', the preemptor, got {event.get('by')!r}")
+        return
+    by_priority = replay.classes[by.service_class].priority
+    victim_priority = replay.classes[victim.service_class].priority
+    if by.queue == victim.queue and by_priority <= victim_priority:
+        replay.fail(
+            t, what, f"{by.name} (priority {by_priority}) may not stop a job of its own "
+            f"queue with priority {victim_priority}"
+        )  # fmt: skip
+    if reason == "priority" and by.queue != victim.queue:
+        replay.fail(t, what, f"priority preemption across queues (by {by.name} of {by.queue})")
+    if reason in ("reclaim", "fair-share"):
+        cohort = replay.queues[victim.queue].cohort
+        if by.queue == victim.queue or cohort is None or (replay.queues[by.queue].cohort != cohort):
+            replay.fail(
+                t, what, f"{reason} needs a preemptor from another queue of the victim's "
+                f"cohort; {by.name} is in {by.queue}"
+            )  # fmt: skip
+        elif not borrowing(replay, victim.queue):
+            replay.fail(t, what, f"{reason} of queue {victim.queue}, which is not borrowing")
+
+
+def borrowing(replay: Replay, queue: str) -> bool:
+    """Whether ``queue`` is above nominal now, counting the admits still to come at this
+    instant (the engine may have decided them before the preemption it lists first) and
+    its preemptors waiting for their victims' grace period (they count from admission)."""
+    spec = replay.queues[queue]
+    waiting: dict[str, int] = defaultdict(int)
+    for name, w in replay.conservation.waiting.items():
+        if replay.jobs[name].queue == queue and w.flavor is not None:
+            waiting[w.flavor] += sum(w.placement.values())
+    flavors = {f for name, f in (*replay.queue_used, *replay.coming) if name == queue}
+    return any(
+        replay.queue_usage(queue, f) + replay.coming.get((queue, f), 0) + waiting.get(f, 0)
+        > (q.nominal if (q := spec.quotas.get(f)) else 0)
+        for f in flavors | set(waiting)
+    )
+
+
+def promise(replay: Replay, t: float, victim: JobSpec, event: Mapping[str, Any], what: str) -> None:
+    """Remember that ``by`` must start once the victims' grace period has passed."""
+    by = event.get("by")
+    if not isinstance(by, str) or by not in replay.jobs:
+        return
+    deadline = t + replay.grace(victim) + replay.scenario.cycle_interval
+    if by in replay.promises and replay.promises[by][0] == t:
+        deadline = max(deadline, replay.promises[by][1])
+        what = replay.promises[by][2]
+    elif by in replay.promises:
+        check_promise(replay, by)
+    replay.promises[by] = (t, deadline, what)
+
+
+def check_promises(replay: Replay) -> None:
+    for by in sorted(replay.promises):
+        check_promise(replay, by)
+    replay.promises.clear()
+
+
+def check_promise(replay: Replay, by: str) -> None:
+    """Rule 5: nothing is stopped for a preemptor that then does not start."""
+    t, deadline, what = replay.promises.pop(by)
+    if not replay.started_in_time(by, t, deadline, replay.last_t):
+        replay.fail(
+            t, what, f"its preemptor {by} did not start by t={fmt(deadline)} "
+            "(the victims' grace period plus one cycle)"
+        )  # fmt: skip
