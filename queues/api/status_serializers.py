@@ -53,9 +53,11 @@ class QueueStatusSerializer(serializers.Serializer[Any]):
 
 
 class VictimSerializer(serializers.Serializer[Any]):
-    job_id = serializers.IntegerField()
-    name = serializers.CharField()
-    queue = serializers.CharField()
+    job_id = serializers.IntegerField(
+        allow_null=True, help_text="null: a job of another team (not named: no id, name, queue)."
+    )
+    name = serializers.CharField(allow_blank=True)
+    queue = serializers.CharField(allow_blank=True)
     reason = serializers.CharField(help_text="reclaim, fair-share or priority")
     shrink_to = serializers.IntegerField(
         allow_null=True, help_text="Elastic victim shrunk to this many workers; null: stopped."

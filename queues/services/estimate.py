@@ -7,6 +7,7 @@ is written. The outcome is one of
 - ``start``: it would be admitted within its queue's nominal quota;
 - ``borrow``: it would be admitted on quota borrowed from the cohort;
 - ``preempt``: it would be admitted once the listed jobs are stopped (after their grace period);
+  jobs the user may not see (other teams') are counted, not named;
 - ``wait``: it would stay pending, with the engine's plain-English reason and, when the engine
   can tell, an estimated start (the backfill reservation or the running jobs' estimated ends).
 
@@ -29,7 +30,7 @@ from django.utils import timezone
 
 from gpusched.engine import estimate as engine_estimate
 from gpusched.engine import model as engine
-from queues.models import Flavor, Queue, ServiceClass
+from queues.models import Flavor, Job, Queue, ServiceClass
 from queues.models.job_rules import Submission, check_submission
 from queues.services import messages
 from queues.services.queue_status import flavor_usage
@@ -61,9 +62,10 @@ class FlavorQuota:
 
 @dataclass(frozen=True)
 class Victim:
-    """A running job the candidate would stop (or shrink) to start."""
+    """A running job the candidate would stop (or shrink) to start. A job the user may not see
+    (another team's: ``Job.objects.visible_to``) is not named: no id, name or queue."""
 
-    job_id: int
+    job_id: int | None
     name: str
     queue: str
     reason: str  # reclaim, fair-share or priority
@@ -155,7 +157,13 @@ def estimate_submission(
     )
     snapshot = dataclasses.replace(live.snapshot, topology_levels=_levels(live.snapshot, topology))
     quotas = _quotas(queue, flavors, workers, gpus_per_worker, moment)
-    return _outcome(live, engine_estimate.estimate(snapshot, candidate), queue_key(queue), quotas)
+    decided = engine_estimate.estimate(snapshot, candidate)
+    named = [s.job for s in decided.stops] + [s.job for s in decided.scales]
+    if decided.pending is not None and decided.pending.blocker:
+        named.append(decided.pending.blocker)
+    ids = [live.jobs[name].pk for name in named if name in live.jobs]
+    seen = set(Job.objects.visible_to(user).filter(pk__in=ids).values_list("pk", flat=True))
+    return _outcome(live, decided, queue_key(queue), quotas, seen)
 
 
 def _levels(snapshot: engine.Snapshot, topology: tuple[str, str] | None) -> tuple[str, ...]:
@@ -193,8 +201,12 @@ def _quotas(
     return tuple(out)
 
 
-def _victim(live: LiveSnapshot, name: str, reason: str, shrink_to: int | None) -> Victim:
+def _victim(
+    live: LiveSnapshot, name: str, reason: str, shrink_to: int | None, seen: set[int]
+) -> Victim:
     job = live.jobs[name]
+    if job.pk not in seen:
+        return Victim(job_id=None, name="", queue="", reason=reason, shrink_to=shrink_to)
     queue = next((a.queue for a in live.snapshot.admitted if a.name == name), "")
     return Victim(
         job_id=job.pk,
@@ -205,23 +217,36 @@ def _victim(live: LiveSnapshot, name: str, reason: str, shrink_to: int | None) -
     )
 
 
+def _victim_names(victims: Sequence[Victim]) -> str:
+    """The jobs the user may see by name, the others only counted: "a (#3, t/q) and 2 jobs of
+    another team"."""
+    names = [f"{v.name} (#{v.job_id}, {v.queue})" for v in victims if v.job_id is not None]
+    hidden = sum(1 for v in victims if v.job_id is None)
+    if hidden:
+        names.append(f"{hidden} job{'s' if hidden > 1 else ''} of another team")
+    return ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else "".join(names)
+
+
 def _outcome(
     live: LiveSnapshot,
     decided: engine_estimate.Estimate,
     queue: str,
     quotas: tuple[FlavorQuota, ...],
+    seen: set[int],
 ) -> Estimate:
+    """The engine's decision in the estimate's terms; jobs whose ids are not in ``seen`` (the
+    ones the user may not see) are counted, not named."""
     admit = decided.admit
     if admit is not None:
-        victims = tuple(_victim(live, s.job, s.reason, None) for s in decided.stops) + tuple(
-            _victim(live, s.job, s.reason or "", s.workers) for s in decided.scales
+        victims = tuple(_victim(live, s.job, s.reason, None, seen) for s in decided.stops) + tuple(
+            _victim(live, s.job, s.reason or "", s.workers, seen) for s in decided.scales
         )
         start = messages.when(admit.start_at)
         size = f"{admit.workers} worker(s) on {admit.flavor} in cluster {admit.cluster}"
         outcome: Outcome
         if decided.outcome == engine_estimate.PREEMPT:
             outcome = "preempt"
-            names = ", ".join(f"{v.name} (#{v.job_id}, {v.queue})" for v in victims)
+            names = _victim_names(victims)
             summary = (
                 f"Would start by preempting {names}: {size}, at about {_clock(start)} "
                 f"after their grace period."
@@ -253,7 +278,8 @@ def _outcome(
             when = messages.when(info.estimated_start)
         blocker = ""
         if info.blocker and info.blocker in live.jobs:
-            blocker = f"{live.jobs[info.blocker].name} (#{info.blocker})"
+            row = live.jobs[info.blocker]
+            blocker = f"{row.name} (#{row.pk})" if row.pk in seen else "of another team"
         message = dataclasses.replace(info, estimated_start=None, blocker=blocker).message
         message = message.replace(
             f"#{info.position} in queue", f"Would be #{info.position} in queue"

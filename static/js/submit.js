@@ -58,7 +58,8 @@
     if (est.victims.length) {
       var ul = document.createElement("ul");
       est.victims.forEach(function (v) {
-        ul.appendChild(text("li", v.name + " (#" + v.job_id + ", " + v.queue + "): " + v.reason));
+        var who = v.job_id === null ? "a job of another team" : v.name + " (#" + v.job_id + ", " + v.queue + ")";
+        ul.appendChild(text("li", who + ": " + v.reason + (v.shrink_to ? ", shrunk to " + v.shrink_to + " workers" : "")));
       });
       panel.appendChild(ul);
     }

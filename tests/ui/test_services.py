@@ -47,15 +47,17 @@ def test_estimate_above_nominal_says_borrow(
 
 def test_estimate_within_nominal_reclaims_from_the_borrowing_queue_and_names_the_victim(
     sim_cluster: Cluster, queue_a: Queue, queue_b: Queue, service_class_std: ServiceClass,
-    flavor_h100: Flavor, researcher_b: Any, submit: Callable[..., Job],
+    flavor_h100: Flavor, platform_admin: Any, submit: Callable[..., Job],
     cycle: Callable[..., Any],
 ) -> None:  # fmt: skip
+    """A platform admin sees every job: the victim is named (team B's researcher is told "a job
+    of another team": tests/security/test_team_lines.py)."""
     first = submit(gpus=8, name="first")
     borrower = submit(gpus=8, name="borrower", at=later(1))
     cycle(later(2))
     cycle(later(3))  # the simulated cluster reports them running
     assert Job.objects.filter(state=Job.State.RUNNING).count() == 2
-    estimate = _estimate(queue_b, service_class_std, flavor_h100, researcher_b, now=later(120))
+    estimate = _estimate(queue_b, service_class_std, flavor_h100, platform_admin, now=later(120))
     assert estimate.outcome == "preempt", estimate.message
     assert len(estimate.victims) == 1  # a minimal set: one 8-GPU job of the borrowing queue
     victim = estimate.victims[0]
@@ -66,13 +68,13 @@ def test_estimate_within_nominal_reclaims_from_the_borrowing_queue_and_names_the
 
 def test_estimate_shrinks_an_elastic_borrower_and_says_to_how_many_workers(
     sim_cluster: Cluster, queue_a: Queue, queue_b: Queue, service_class_std: ServiceClass,
-    flavor_h100: Flavor, researcher_b: Any, submit: Callable[..., Job],
+    flavor_h100: Flavor, platform_admin: Any, submit: Callable[..., Job],
     cycle: Callable[..., Any],
 ) -> None:  # fmt: skip
     elastic = submit(gpus=1, workers=16, min_workers=8, name="elastic")  # borrows 8 of b's
     cycle(later(1))
     cycle(later(2))
-    estimate = _estimate(queue_b, service_class_std, flavor_h100, researcher_b, now=later(120))
+    estimate = _estimate(queue_b, service_class_std, flavor_h100, platform_admin, now=later(120))
     assert estimate.outcome == "preempt"
     assert [(v.job_id, v.name, v.queue, v.reason, v.shrink_to) for v in estimate.victims] == [
         (elastic.pk, "elastic", "team-a/main", "reclaim", 8)

@@ -1,0 +1,27 @@
+"""The security tests' world: no Celery broker (tests run cycles themselves), a fresh cache
+(throttle and login-failure counts) per test."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.core.cache import cache
+
+
+@pytest.fixture(autouse=True)
+def _no_broker(monkeypatch: pytest.MonkeyPatch) -> None:
+    from queues import tasks
+
+    monkeypatch.setattr(tasks.run_scheduling_cycle, "delay", lambda: None)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_cache() -> None:
+    cache.clear()
+
+
+@pytest.fixture(autouse=True)
+def _simulation(settings: Any) -> None:
+    settings.SIMULATION_SPEED = 60.0
+    settings.SIMULATION_FAILURE_RATE = 0.0
