@@ -4,7 +4,7 @@ queries, whatever the number of teams, jobs or buckets."""
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 
@@ -201,9 +201,10 @@ def flavor_utilization(now: datetime) -> list[FlavorUtilization]:
     ]
 
 
-def node_slots(now: datetime) -> list[NodeSlots]:
+def node_slots(now: datetime, job_teams: Collection[str] | None = None) -> list[NodeSlots]:
     """Every node's GPUs and MIG slices per flavor, each free or held by a team's job, MIG
-    nodes first. Four queries."""
+    nodes first; a slot names its job only for the teams in ``job_teams`` (None: every team),
+    else only the team. Four queries."""
     flavors = {f.name: f for f in Flavor.objects.all()}
     by_id = {f.pk: f.name for f in flavors.values()}
     held: dict[tuple[int, str, str], list[Holding]] = defaultdict(list)
@@ -216,6 +217,8 @@ def node_slots(now: datetime) -> list[NodeSlots]:
             slots: list[Slot] = []
             for holding in sorted(held[(node.cluster_id, node.name, name)], key=lambda h: h.job_id):
                 label = f"#{holding.job_id} {holding.name}"
+                if job_teams is not None and holding.team not in job_teams:
+                    label = None
                 slots += [Slot(holding.team, label)] * holding.units_by_node[node.name]
             slots += [Slot()] * max(0, units - len(slots))
             flavor = flavors.get(name)
@@ -238,10 +241,11 @@ def all_queue_statuses(now: datetime, queues: Iterable[Queue] | None = None) -> 
     return queues_status(targets, now=now, pending_limit=0)
 
 
-def team_statuses(team: Team, now: datetime) -> list[QueueStatus]:
-    """The team's queues with (up to 100 of) their pending jobs in rank order."""
+def team_statuses(team: Team, now: datetime, with_jobs: bool = True) -> list[QueueStatus]:
+    """The team's queues with (up to 100 of) their pending jobs in rank order (``with_jobs``
+    False: only their count)."""
     queues = Queue.objects.filter(team=team).select_related("team")
-    return queues_status(queues, now=now, pending_limit=100)
+    return queues_status(queues, now=now, pending_limit=100 if with_jobs else 0)
 
 
 def quota_rows(statuses: Sequence[QueueStatus]) -> list[QuotaRow]:

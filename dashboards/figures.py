@@ -238,7 +238,8 @@ def usage_vs_share(rows: Sequence[FairShareRow]) -> Figure:
 # --- MIG slice map ----------------------------------------------------------------------------
 def slice_map(nodes: Sequence[NodeSlots], title: str) -> Figure:
     """A heatmap: one row per node and flavor, one cell per GPU or MIG slice, coloured by the
-    team holding it (free cells light, cells of a failed node red); the hover names the job."""
+    team holding it (free cells light, cells of a failed node red); the hover names the job
+    (when the slot carries it)."""
     teams = sorted({s.team for n in nodes for s in n.slots if s.team is not None})
     index = {team: i + 2 for i, team in enumerate(teams)}  # 0 free, 1 failed, 2.. teams
     width = max((len(n.slots) for n in nodes), default=0)
@@ -251,7 +252,7 @@ def slice_map(nodes: Sequence[NodeSlots], title: str) -> Figure:
         for slot in n.slots:
             if slot.team is not None:
                 row_z.append(index[slot.team])
-                row_text.append(f"{slot.team} {slot.job}")
+                row_text.append(f"{slot.team} {slot.job}" if slot.job else slot.team)
             elif not n.ready:
                 row_z.append(1)
                 row_text.append("failed")

@@ -81,7 +81,7 @@ class Slot:
     """One GPU or MIG slice: free (team None), or held by a job."""
 
     team: str | None = None
-    job: str | None = None  # "#12 train"
+    job: str | None = None  # "#12 train"; None when the viewer may not see the team's jobs
 
 
 @dataclass(frozen=True)

@@ -121,7 +121,8 @@ def build_quotas(request: HttpRequest, now: datetime, span: data.Range) -> Paylo
 
 
 def build_mig(request: HttpRequest, now: datetime, span: data.Range) -> Payload:
-    nodes = data.node_slots(now)
+    """Slots name their job for the teams whose jobs the user sees (finance: the team only)."""
+    nodes = data.node_slots(now, set(access.job_teams(request.user).values_list("name", flat=True)))
     mig = [n for n in nodes if n.is_mig]
     whole = [n for n in nodes if not n.is_mig]
     charts, notes = [], []
@@ -183,9 +184,12 @@ def _jobs_table(jobs: list[TeamJob]) -> dict[str, Any]:
 
 
 def build_team(request: HttpRequest, now: datetime, span: data.Range) -> Payload:
+    """Usage, quota and fair share; the pending jobs table only for who sees the team's jobs
+    (its members, platform admins), not for finance."""
     team = team_of(request)
     series = data.usage_series(now, span, team_ids=[team.pk], by="flavor", with_capacity=False)
-    statuses = data.team_statuses(team, now)
+    with_jobs = access.job_teams(request.user).filter(pk=team.pk).exists()
+    statuses = data.team_statuses(team, now, with_jobs=with_jobs)
     usage = figures.usage_over_time(series)
     usage["layout"]["title"]["text"] = f"Team {team.name}: " + usage["layout"]["title"]["text"]
     quota = figures.quota_usage(data.quota_rows(statuses))
@@ -193,15 +197,22 @@ def build_team(request: HttpRequest, now: datetime, span: data.Range) -> Payload
     mine = {s.queue for s in statuses}
     fair_rows = [r for r in data.fair_share_rows(data.all_queue_statuses(now)) if r.queue in mine]
     fair = figures.fair_share_factors(fair_rows)
+    charts = [
+        figures.chart("usage", usage),
+        figures.chart("quota", quota),
+        figures.chart("factor", fair),
+    ]
+    if not with_jobs:
+        pending = sum(s.pending_count for s in statuses)
+        return _payload(
+            charts,
+            notes=[
+                f"{pending} pending job(s). Job names, owners and why they wait are shown to "
+                "the team's members and platform admins."
+            ],
+        )
     jobs = data.team_jobs(statuses, request.user.get_username())
-    return _payload(
-        [
-            figures.chart("usage", usage),
-            figures.chart("quota", quota),
-            figures.chart("factor", fair),
-        ],
-        [_jobs_table(jobs)],
-    )
+    return _payload(charts, [_jobs_table(jobs)])
 
 
 DASHBOARDS = {

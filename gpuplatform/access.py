@@ -98,6 +98,16 @@ def manageable_teams(user: User) -> QuerySet[Team]:
     return admin_teams(user)
 
 
+def job_teams(user: User) -> QuerySet[Team]:
+    """Teams whose jobs the user sees by name, owner and why they wait (``Job.objects.visible_to``
+    by team): every team for platform admins, their own for members. Finance sees every team's
+    usage and money, not its jobs: queue status, the team dashboard and the GPU map leave the
+    jobs of other teams out (counts and GPUs stay)."""
+    if is_platform_admin(user):
+        return Team.objects.all()
+    return member_teams(user)
+
+
 def visible_memberships(user: User) -> QuerySet[Membership]:
     """Memberships of the teams the user may see."""
     return Membership.objects.filter(team__in=visible_teams(user))

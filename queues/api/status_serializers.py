@@ -49,7 +49,10 @@ class QueueStatusSerializer(serializers.Serializer[Any]):
     fair_share_score = serializers.FloatField(help_text="(H/tau + U)/weight; lower runs first.")
     slurm_factor = serializers.FloatField(help_text="Slurm's fair-share factor; 0.5 at share.")
     pending_count = serializers.IntegerField()
-    pending = PendingEntrySerializer(many=True)
+    pending = PendingEntrySerializer(
+        many=True,
+        help_text="Empty for users who do not see the team's jobs (finance): only the count.",
+    )
 
 
 class VictimSerializer(serializers.Serializer[Any]):

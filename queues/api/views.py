@@ -137,11 +137,14 @@ class QueueViewSet(AuditedQueueWritesMixin, viewsets.ModelViewSet[Queue]):
     )
     @action(detail=True, methods=["get"], filter_backends=[], pagination_class=None)
     def status(self, request: Request, pk: str | None = None) -> Response:
-        """Per flavor: nominal, used, borrowed, lent; fair-share score; pending jobs in order."""
+        """Per flavor: nominal, used, borrowed, lent; fair-share score; pending jobs in order
+        (listed for the queue's team and platform admins; finance gets the count only)."""
         queue = self.get_object()
         limit = request.query_params.get("pending_limit", str(DEFAULT_PENDING_LIMIT))
         if not limit.isdigit() or int(limit) > 1000:
             raise ValidationError({"pending_limit": "A whole number from 0 to 1000."})
+        if not access.job_teams(request.user).filter(pk=queue.team_id).exists():
+            limit = "0"  # finance: usage, not job names, owners or reasons
         report = queue_status(queue, pending_limit=int(limit))
         return Response(QueueStatusSerializer(report).data)
 

@@ -131,3 +131,68 @@ def test_estimate_names_own_teams_victims_and_counts_the_others(
     theirs = api(researcher_b).post("/api/v1/jobs/estimate/", body(queue_b), format="json")
     assert theirs.json()["victims"][0]["job_id"] is None
     assert "spot" not in theirs.content.decode()
+
+
+# --- finance: usage and money, not jobs ------------------------------------------------------
+
+
+@pytest.fixture
+def busy_team_a(
+    team_a_borrows: list[Job], queue_a: Queue, researcher_a: User, flavor_h100: Flavor,
+    service_class_std: ServiceClass, cycle: Callable[..., Any],
+) -> Job:  # fmt: skip
+    """Team A runs two jobs (``*-secret``) and has one waiting (``waiting-secret``) with the
+    engine's reason stored."""
+    waiting = submit_job(
+        owner=researcher_a, queue=queue_a, name="waiting-secret", image="pytorch/pytorch:2.4.0",
+        flavors=[flavor_h100], workers=1, gpus_per_worker=8, now=at(100),
+        service_class=service_class_std,
+    )  # fmt: skip
+    cycle(at(101))
+    waiting.refresh_from_db()
+    assert waiting.state == Job.State.PENDING and waiting.runtime.pending_message
+    return waiting
+
+
+def _pages(queue: Queue) -> list[str]:
+    team = f"?team={queue.team_id}"
+    return [
+        f"/api/v1/queues/{queue.pk}/status/",
+        f"/dashboards/team/{team}",
+        f"/dashboards/team/data/{team}",
+        "/dashboards/mig/",
+        "/dashboards/mig/data/",
+    ]
+
+
+def test_finance_reads_no_job_names_owners_or_reasons(
+    busy_team_a: Job, queue_a: Queue, finance_user: User, researcher_a: User
+) -> None:
+    client = api(finance_user)
+    secrets = ["vision-secret", "llm-secret", "waiting-secret", researcher_a.username]
+    secrets.append(busy_team_a.runtime.pending_message[:40])
+    for url in _pages(queue_a):
+        response = client.get(url)
+        assert response.status_code == 200, (url, response.status_code)
+        text = response.content.decode()
+        assert [s for s in secrets if s in text] == [], url
+    status = client.get(f"/api/v1/queues/{queue_a.pk}/status/").json()
+    assert (status["pending_count"], status["pending"]) == (1, [])
+    assert status["flavors"][0]["used"] == 16  # usage stays
+    mig = client.get("/dashboards/mig/data/").json()
+    assert "team-a" in str(mig["charts"])  # who holds the GPUs stays
+    team = client.get(f"/dashboards/team/data/?team={queue_a.team_id}").json()
+    assert team["tables"] == [] and "1 pending job(s)" in team["notes"][0]
+
+
+def test_platform_admin_and_the_team_still_read_job_names(
+    busy_team_a: Job, queue_a: Queue, platform_admin: User, researcher_a: User
+) -> None:
+    for user in (platform_admin, researcher_a):
+        client = api(user)
+        status = client.get(f"/api/v1/queues/{queue_a.pk}/status/").json()
+        assert [p["name"] for p in status["pending"]] == ["waiting-secret"]
+        team = client.get(f"/dashboards/team/data/?team={queue_a.team_id}").json()
+        assert "waiting-secret" in str(team["tables"])
+    mig = api(platform_admin).get("/dashboards/mig/data/").content.decode()
+    assert "vision-secret" in mig and "llm-secret" in mig
