@@ -57,14 +57,41 @@ admin.site.unregister(User)
 admin.site.unregister(Group)
 
 
+SUPERUSER_ONLY_USER_FIELDS = ("is_superuser", "user_permissions")
+"""What only a superuser may set on a user: a platform admin who is not one sees them read-only,
+so it cannot make itself (or anyone) a superuser."""
+
+
+def _superuser(request: HttpRequest) -> bool:
+    return bool(getattr(request.user, "is_superuser", False))
+
+
 @admin.register(User)
 class PlatformUserAdmin(PlatformPermissions, UserAdmin):  # type: ignore[type-arg]
-    pass
+    """Platform admins manage users and their groups; superuser status and per-user permissions,
+    and superusers themselves (their password included), are for superusers only."""
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        fields = tuple(super().get_readonly_fields(request, obj))
+        return fields if _superuser(request) else (*fields, *SUPERUSER_ONLY_USER_FIELDS)
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        touches_root = obj is not None and obj.is_superuser and not _superuser(request)
+        return super().has_change_permission(request, obj) and not touches_root
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        touches_root = obj is not None and obj.is_superuser and not _superuser(request)
+        return super().has_delete_permission(request, obj) and not touches_root
 
 
 @admin.register(Group)
 class PlatformGroupAdmin(PlatformPermissions, GroupAdmin):
-    pass
+    """Groups' Django permissions are for superusers only (the platform's roles are the groups'
+    names: gpuplatform/roles.py)."""
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        fields = tuple(super().get_readonly_fields(request, obj))
+        return fields if _superuser(request) else (*fields, "permissions")
 
 
 class MembershipInline(admin.TabularInline):  # type: ignore[type-arg]
