@@ -6,6 +6,7 @@ exception handler that turns domain errors into 4xx answers instead of 500s.
 from __future__ import annotations
 
 import logging
+from types import SimpleNamespace
 from typing import Any, TypeVar
 
 from django.conf import settings
@@ -166,14 +167,27 @@ def bounded_int(**kwargs: Any) -> fields.IntegerField:
 # --- Throttling -------------------------------------------------------------------------------
 
 
+JOB_SUBMIT_SCOPE = "job-submit"
+
+
 class JobSubmitThrottle(throttling.ScopedRateThrottle):
     """Job submissions per user, at ``settings.JOB_SUBMIT_RATE`` (read on every request, so tests
     and operators can change it), counted in the default cache."""
 
-    scope_attr = "throttle_scope"  # views set ``throttle_scope = "job-submit"`` where it counts
+    scope_attr = "throttle_scope"  # views set ``throttle_scope = JOB_SUBMIT_SCOPE`` where it counts
 
     def get_rate(self) -> str | None:
         return str(settings.JOB_SUBMIT_RATE) or None
+
+
+def count_submission(request: Any) -> float | None:
+    """Count one job submission of ``request.user`` (a Django or DRF request) against
+    JOB_SUBMIT_RATE, on the API's counter (same throttle, key and cache), for the pages that
+    submit outside DRF: None when it may go ahead, else the seconds to wait."""
+    throttle = JobSubmitThrottle()
+    if throttle.allow_request(request, SimpleNamespace(throttle_scope=JOB_SUBMIT_SCOPE)):
+        return None
+    return throttle.wait() or 1.0
 
 
 # --- Errors -----------------------------------------------------------------------------------

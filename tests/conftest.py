@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import Group, User
+from django.core.cache import cache
 
 from gpuplatform.access import FINANCE_GROUP, PLATFORM_ADMIN_GROUP
 from queues.models import (
@@ -38,6 +39,13 @@ def _user(username: str, *groups: str) -> User:
     for name in groups:
         user.groups.add(Group.objects.get_or_create(name=name)[0])
     return user
+
+
+@pytest.fixture(autouse=True)
+def fresh_cache() -> None:
+    """The default cache (a per-process memory cache) holds the submission throttle's and the
+    login failures' counts: each test starts with none."""
+    cache.clear()
 
 
 @pytest.fixture(autouse=True)

@@ -22,6 +22,7 @@ from rest_framework.serializers import BaseSerializer
 
 from gpuplatform import access
 from gpuplatform.rest import (
+    JOB_SUBMIT_SCOPE,
     JobPermission,
     JobSubmitThrottle,
     MembershipPermission,
@@ -255,7 +256,7 @@ class JobViewSet(
 
     def get_throttles(self) -> list[Any]:
         if self.action in ("create", "estimate"):
-            self.throttle_scope = "job-submit"
+            self.throttle_scope = JOB_SUBMIT_SCOPE
             return [JobSubmitThrottle()]
         return []
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -11,6 +13,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET
 
 from gpuplatform import access
+from gpuplatform.rest import count_submission
 from queues.forms.submit import SubmitForm
 from queues.models.job_rules import InvalidSubmission
 from queues.services import submit_job
@@ -41,15 +44,24 @@ def _estimate(form: SubmitForm) -> Estimate | None:
 @login_required
 def submit(request: HttpRequest) -> HttpResponse:
     """GET: the form. POST with ``action=check``: the form again with the estimate (no script
-    needed). POST otherwise: submit through services.submit_job and show the new job."""
+    needed). POST otherwise: submit through services.submit_job and show the new job; counted
+    by the API's submission throttle (JOB_SUBMIT_RATE per user, one counter): 429 beyond it."""
     access.require_submitter(request.user)
     estimate: Estimate | None = None
+    status = 200
     if request.method == "POST":
         check = request.POST.get("action") == "check"
         form = SubmitForm(request.POST, user=request.user, for_estimate=check)
         if form.is_valid():
             if check:
                 estimate = _estimate(form)
+            elif (wait := count_submission(request)) is not None:
+                form.add_error(
+                    None,
+                    f"Too many submissions: at most {settings.JOB_SUBMIT_RATE} per user (the "
+                    f"API counts too). Try again in {math.ceil(wait)} seconds.",
+                )
+                status = 429
             else:
                 job = _submit(request, form)
                 if job is not None:
@@ -67,6 +79,7 @@ def submit(request: HttpRequest) -> HttpResponse:
         request,
         "queues/submit.html",
         {"form": form, "estimate": estimate, "queue_info": form.queue_info()},
+        status=status,
     )
 
 

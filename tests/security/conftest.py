@@ -1,12 +1,12 @@
-"""The security tests' world: no Celery broker (tests run cycles themselves), a fresh cache
-(throttle and login-failure counts) per test."""
+"""The security tests' world: no Celery broker (tests run cycles themselves), a simulated
+cluster that never fails a job (the cache of throttle and login-failure counts is emptied for
+every test by tests/conftest.py)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import pytest
-from django.core.cache import cache
 
 
 @pytest.fixture(autouse=True)
@@ -14,11 +14,6 @@ def _no_broker(monkeypatch: pytest.MonkeyPatch) -> None:
     from queues import tasks
 
     monkeypatch.setattr(tasks.run_scheduling_cycle, "delay", lambda: None)
-
-
-@pytest.fixture(autouse=True)
-def _fresh_cache() -> None:
-    cache.clear()
 
 
 @pytest.fixture(autouse=True)
