@@ -84,7 +84,7 @@ class _Cycle:
         key = facts.long_key if long_job else facts.short_key
         failed = self.memo.admission
         if key in failed:  # a job of its shape already failed on this very state: so does it
-            known = failed.look_up(key)
+            known = failed[key]
             if known is not None:
                 self.blocked_reason[job.name] = known
             return False
@@ -93,7 +93,7 @@ class _Cycle:
         outcome = self._try_admit(job, cls, job.gpus_per_worker, least, long_job)
         if outcome is True:
             return True
-        failed.record(key, outcome)
+        failed[key] = outcome
         if outcome is not None:
             self.blocked_reason[job.name] = outcome
         return False
@@ -131,7 +131,7 @@ class _Cycle:
                 room = min(room, reservation.quota_room)
             want = max(least, min(job.workers, room // gpus))
             shape = (flavor, gpus, job.topology, long_job)
-            failed_at = placement_failed.look_up(shape)
+            failed_at = placement_failed.get(shape)
             if failed_at is not None and least >= failed_at:
                 first = _first_reason(first, self._capacity_reason(job, flavor), flavor)
                 continue
@@ -141,7 +141,7 @@ class _Cycle:
             first_fit = self.policy.first_fit
             placement = place(ctx.cap, flavor, want, least, gpus, job.topology, free, first_fit)
             if placement is None:
-                placement_failed.record(shape, least)
+                placement_failed[shape] = least
                 if at_reservation:
                     anywhere = place(ctx.cap, flavor, want, least, gpus, job.topology, None, True)
                     if anywhere is not None:
@@ -158,12 +158,12 @@ class _Cycle:
         ask = (queue, flavor, units, can_borrow)
         known = self.memo.quota_reason
         if ask in known:
-            return known.look_up(ask)
+            return known[ask]
         quota = self.ctx.quota
         reason = quota.blocked_reason(queue, flavor, units, can_borrow)
         if reason is not None and quota.never_fits(queue, flavor, units, can_borrow):
             reason = explain.QUOTA_EXCEEDED
-        known.record(ask, reason)
+        known[ask] = reason
         return reason
 
     def quota_blocks_shape(self, facts: JobFacts) -> bool:
@@ -177,10 +177,10 @@ class _Cycle:
         for flavor in job.flavors:
             reason = self._quota_reason(job.queue, flavor, units, can_borrow)
             if reason is None:
-                self.memo.quota_blocked.record(facts.rank_shape, False)
+                self.memo.quota_blocked[facts.rank_shape] = False
                 return False
             first = _first_reason(first, reason, flavor)
-        self.memo.quota_blocked.record(facts.rank_shape, True)
+        self.memo.quota_blocked[facts.rank_shape] = True
         if first is not None:
             self._note_blocked(job, first)
         return True
@@ -249,7 +249,7 @@ class _Cycle:
             if ctx.quota.never_fits(job.queue, flavor, least * gpus, cls.can_borrow):
                 continue  # no victims could make room in its quota
             shape = (job.queue, cls.priority, flavor, gpus, job.topology)
-            failed_at = memo.preemption_failed.look_up(shape)
+            failed_at = memo.preemption_failed.get(shape)
             if failed_at is not None and least >= failed_at:
                 continue
             ask = (job.queue, job.service_class, flavor, least * gpus)
@@ -257,11 +257,11 @@ class _Cycle:
                 continue
             found = candidates(ctx, job, flavor)
             if not found:
-                memo.no_candidates.record(ask, True)
+                memo.no_candidates[ask] = True
                 continue
             plan = plan_preemption(ctx, job, flavor, found)
             if plan is None:
-                memo.preemption_failed.record(shape, least)
+                memo.preemption_failed[shape] = least
                 self.failed_preemptions += 1
                 continue
             self.commit_preemption(job, flavor, plan)
@@ -494,7 +494,7 @@ class _Cycle:
         # the same way, preemption included (the memo), and so changes nothing: skip it
         skip_known = self.reuse and not self.explain
         admission_failed = self.memo.admission
-        quota_blocked = self.memo.quota_blocked.look_up  # read for every job: bound once
+        quota_blocked = self.memo.quota_blocked.get  # read for every job: bound once
         only_admissions = self._only_admissions_left()
         recheck = 0
         for facts in ranked:

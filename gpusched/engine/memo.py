@@ -2,14 +2,16 @@
 
 A deep backlog holds many jobs of the same shape. Once one of them failed on the cycle's current
 state, the next one fails the same way, so the walk keeps such answers, keyed by what decides
-them, and asks once per shape. Every memo has the same small interface: ``key in memo`` and
-``look_up(key, default)`` to read, ``record(key, value)``, and ``forget()``. The cycle keeps no
-other memo.
+them, and asks once per shape. Each memo is a dict: look up with ``key in memo`` and
+``memo[key]`` or ``memo.get(key)``, record with ``memo[key] = value``; only ``WalkMemo`` forgets
+(``state_changed``, ``capacity_freed``). They are plain dicts rather than objects with
+look-up and record methods because the walk reads and writes them for nearly every job, where a
+method call costs measurably. The cycle keeps no other memo.
 
 Valid until the cycle's state next changes (an admission, a preemption or a reservation: the
 cycle calls ``state_changed``, which forgets them all), and kept only while reuse is on
-(``EngineState(memoize=False)`` makes them record nothing, to test that they change no
-decision):
+(``EngineState(memoize=False)`` makes them record nothing, so every look-up misses, to test
+that they change no decision):
 
 - ``admission``: admission key (``JobFacts.short_key`` or ``long_key``: the job's walk shape,
   and whether it would still run when the reservation starts) -> why such a job was not
@@ -49,23 +51,12 @@ PlacementShape = tuple[str, int, Topology | None, bool]  # flavor, gpus, topolog
 PreemptionShape = tuple[str, int, str, int, Topology | None]  # queue, priority, flavor, gpus, topo
 
 
-class Memo(dict[K, V]):
-    """One memo: ``key in memo``, ``look_up``, ``record``, ``forget`` (a dict underneath, so that
-    reading it costs no more than reading a dict)."""
+class _Unrecorded(dict[K, V]):
+    """A memo that records nothing (reuse off): every look-up misses."""
 
     __slots__ = ()
 
-    look_up = dict.get
-    record = dict.__setitem__
-    forget = dict.clear
-
-
-class _Forgetful(Memo[K, V]):
-    """A memo that records nothing: every look-up misses (reuse off)."""
-
-    __slots__ = ()
-
-    def record(self, key: K, value: V) -> None:
+    def __setitem__(self, key: K, value: V) -> None:
         pass
 
 
@@ -82,22 +73,22 @@ class WalkMemo:
     )
 
     def __init__(self, reuse: bool) -> None:
-        kind = Memo if reuse else _Forgetful
+        memo = dict if reuse else _Unrecorded
         # until the state changes
-        self.admission: Memo[int, Blocked | None] = kind()
-        self.quota_reason: Memo[QuotaAsk, str | None] = kind()
-        self.quota_blocked: Memo[int, bool] = kind()
-        self.no_candidates: Memo[CandidateAsk, bool] = kind()
+        self.admission: dict[int, Blocked | None] = memo()
+        self.quota_reason: dict[QuotaAsk, str | None] = memo()
+        self.quota_blocked: dict[int, bool] = memo()
+        self.no_candidates: dict[CandidateAsk, bool] = memo()
         # for the whole cycle
-        self.placement_failed: Memo[PlacementShape, int] = Memo()
-        self.preemption_failed: Memo[PreemptionShape, int] = Memo()
+        self.placement_failed: dict[PlacementShape, int] = {}
+        self.preemption_failed: dict[PreemptionShape, int] = {}
 
     def state_changed(self) -> None:
         """An admission, preemption or reservation is about to change what later jobs see."""
-        self.admission.forget()
-        self.quota_reason.forget()
-        self.quota_blocked.forget()
-        self.no_candidates.forget()
+        self.admission.clear()
+        self.quota_reason.clear()
+        self.quota_blocked.clear()
+        self.no_candidates.clear()
 
     def capacity_freed(self, flavor: str) -> None:
         """A preemption freed GPUs of ``flavor``: gangs that found no placement there may now."""

@@ -7,19 +7,20 @@ from gpusched.engine.memo import WalkMemo
 
 def _filled(reuse: bool) -> WalkMemo:
     memo = WalkMemo(reuse=reuse)
-    memo.admission.record(3, ("capacity", "h100"))
-    memo.quota_reason.record(("q", "h100", 8, True), None)
-    memo.quota_blocked.record(1, True)
-    memo.no_candidates.record(("q", "std", "h100", 8), True)
-    memo.placement_failed.record(("h100", 8, None, False), 2)
-    memo.placement_failed.record(("a100", 8, None, False), 3)
-    memo.preemption_failed.record(("q", 10, "h100", 8, None), 1)
+    memo.admission[3] = ("capacity", "h100")
+    memo.quota_reason[("q", "h100", 8, True)] = None
+    memo.quota_blocked[1] = True
+    memo.no_candidates[("q", "std", "h100", 8)] = True
+    memo.placement_failed[("h100", 8, None, False)] = 2
+    memo.placement_failed[("a100", 8, None, False)] = 3
+    memo.preemption_failed[("q", 10, "h100", 8, None)] = 1
     return memo
 
 
 def test_a_change_of_state_forgets_what_held_on_the_old_state_only() -> None:
     memo = _filled(reuse=True)
-    assert 3 in memo.admission and memo.admission.look_up(3) == ("capacity", "h100")
+    assert memo.admission[3] == ("capacity", "h100")
+    assert ("q", "h100", 8, True) in memo.quota_reason
     memo.state_changed()
     assert not memo.admission and not memo.quota_reason
     assert not memo.quota_blocked and not memo.no_candidates
@@ -37,5 +38,5 @@ def test_without_reuse_only_the_failures_kept_for_the_whole_cycle_are_recorded()
     memo = _filled(reuse=False)
     assert not memo.admission and not memo.quota_reason
     assert not memo.quota_blocked and not memo.no_candidates
-    assert memo.placement_failed.look_up(("h100", 8, None, False)) == 2
-    assert memo.preemption_failed.look_up(("q", 10, "h100", 8, None)) == 1
+    assert memo.placement_failed.get(("h100", 8, None, False)) == 2
+    assert memo.preemption_failed.get(("q", 10, "h100", 8, None)) == 1
