@@ -183,6 +183,15 @@ if not re.fullmatch(r"[1-9][0-9]*/(s|sec|second|m|min|minute|h|hour|d|day)", JOB
     )
 API_TOKEN_TOUCH_SECONDS = 60
 """An API token's last_used_at is written at most this often."""
+LOGIN_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 10, minimum=1)
+"""Failed sign-ins per username, and failed sign-ins or bad bearer tokens per client address,
+within LOGIN_FAILURE_WINDOW before it is locked out (gpuplatform/lockout.py)."""
+LOGIN_FAILURE_WINDOW = env_int("LOGIN_FAILURE_WINDOW", 900, minimum=1)
+"""Seconds failures are counted for, from the first; a lockout ends with the window."""
+NUM_PROXIES = env_int("NUM_PROXIES", 0, minimum=0)
+"""Reverse proxies of one's own in front of the site: the client's address is the NUM_PROXIES-th
+from the right of X-Forwarded-For (0: REMOTE_ADDR, the header ignored)."""
+REST_FRAMEWORK["NUM_PROXIES"] = NUM_PROXIES
 # The throttle counts live in the default cache: Django's in-process memory cache unless CACHES
 # is configured (per process; with several gunicorn workers each counts on its own).
 

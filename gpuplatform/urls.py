@@ -5,11 +5,18 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from accounting.urls import price_urlpatterns
 from gpuplatform import views
+from gpuplatform.forms import ThrottledAuthenticationForm
 from queues.metrics import metrics_view
 
 urlpatterns = [
     path("", views.home, name="home"),
-    path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
+    path(
+        "login/",
+        auth_views.LoginView.as_view(
+            redirect_authenticated_user=True, authentication_form=ThrottledAuthenticationForm
+        ),
+        name="login",
+    ),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("chargeback/", include("accounting.urls")),
     path("dashboards/", include("dashboards.urls")),

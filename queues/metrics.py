@@ -24,6 +24,7 @@ from prometheus_client.metrics_core import (
     Metric,
 )
 
+from gpuplatform import lockout
 from queues.models import Cluster, Job, JobRuntime, MetricCounter, Node, Queue, Quota
 from queues.services.cycle import DURATION_BUCKETS
 
@@ -185,8 +186,11 @@ class DatabaseCollector:
 def metrics_view(request: HttpRequest) -> HttpResponse:
     token = getattr(settings, "METRICS_TOKEN", "")
     if token:
+        if lockout.is_locked_out(request):
+            return HttpResponse("Too many bad tokens; try again later.\n", status=429)
         given = request.headers.get("Authorization", "").removeprefix("Bearer ").strip()
         if not constant_time_compare(given, token):
+            lockout.record_failure(request)
             return HttpResponse("A valid bearer token is required.\n", status=401)
     registry = CollectorRegistry(auto_describe=False)
     registry.register(DatabaseCollector())

@@ -13,6 +13,7 @@ from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions
 from rest_framework.request import Request
 
+from gpuplatform import lockout
 from tokens.models import ApiToken, split_token
 
 logger = logging.getLogger(__name__)
@@ -22,12 +23,26 @@ KEYWORDS = ("bearer", "token")
 
 class ApiTokenAuthentication(authentication.BaseAuthentication):
     """Revoked, expired, unknown or malformed tokens are refused with 401; a request without an
-    Authorization header falls through to the next class (the session)."""
+    Authorization header falls through to the next class (the session). Each refusal counts
+    against the client's address (gpuplatform/lockout.py): past LOGIN_FAILURE_LIMIT within
+    LOGIN_FAILURE_WINDOW, tokens from that address get 429 until the window ends."""
 
     def authenticate(self, request: Request) -> tuple[Any, ApiToken] | None:
         header = authentication.get_authorization_header(request).split()
         if not header or header[0].decode(errors="replace").lower() not in KEYWORDS:
             return None
+        if lockout.is_locked_out(request):
+            raise exceptions.Throttled(
+                wait=settings.LOGIN_FAILURE_WINDOW,
+                detail="Too many requests with a bad token from your address; try again later.",
+            )
+        try:
+            return self._authenticate_header(header)
+        except exceptions.AuthenticationFailed:
+            lockout.record_failure(request)
+            raise
+
+    def _authenticate_header(self, header: list[bytes]) -> tuple[Any, ApiToken]:
         if len(header) != 2:
             raise exceptions.AuthenticationFailed(
                 "Malformed Authorization header: use 'Bearer <token>'."
