@@ -183,6 +183,17 @@ if not re.fullmatch(r"[1-9][0-9]*/(s|sec|second|m|min|minute|h|hour|d|day)", JOB
     )
 API_TOKEN_TOUCH_SECONDS = 60
 """An API token's last_used_at is written at most this often."""
+API_TOKEN_LIFETIME_DAYS = env_int("API_TOKEN_LIFETIME_DAYS", 90, minimum=1)
+"""Days a new API token lives when its owner gives no expiry (tokens/lifetime.py)."""
+API_TOKEN_MAX_LIFETIME_DAYS = env_int(
+    "API_TOKEN_MAX_LIFETIME_DAYS", max(365, API_TOKEN_LIFETIME_DAYS), minimum=1
+)
+"""The longest expiry a user may choose; platform admins may choose any, or none (never)."""
+if API_TOKEN_MAX_LIFETIME_DAYS < API_TOKEN_LIFETIME_DAYS:
+    raise ImproperlyConfigured(
+        f"API_TOKEN_MAX_LIFETIME_DAYS={API_TOKEN_MAX_LIFETIME_DAYS} is shorter than "
+        f"API_TOKEN_LIFETIME_DAYS={API_TOKEN_LIFETIME_DAYS}: the default would be refused."
+    )
 LOGIN_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 10, minimum=1)
 """Failed sign-ins per username, and failed sign-ins or bad bearer tokens per client address,
 within LOGIN_FAILURE_WINDOW before it is locked out (gpuplatform/lockout.py)."""

@@ -8,10 +8,12 @@ from django.db.models import QuerySet
 from django.utils import timezone
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, serializers, status, viewsets
+from rest_framework.exceptions import PermissionDenied
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from gpuplatform.rest import StrictModelSerializer, reject_nul
+from tokens import lifetime
 from tokens.models import ApiToken
 
 
@@ -71,15 +73,31 @@ class ApiTokenViewSet(
             return ApiToken.objects.none()
         return ApiToken.objects.filter(user=self.request.user)
 
-    @extend_schema(request=ApiTokenSerializer, responses={201: NewApiTokenSerializer})
+    @extend_schema(
+        request=ApiTokenSerializer,
+        responses={201: NewApiTokenSerializer},
+        description=(
+            "Create a token (signed in with a session: a token cannot create tokens, 403). "
+            "Without expires_at it expires after API_TOKEN_LIFETIME_DAYS (90 by default); "
+            "a date at most API_TOKEN_MAX_LIFETIME_DAYS (365) ahead; expires_at null (never) "
+            "for platform admins only."
+        ),
+    )
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        if isinstance(request.auth, ApiToken):
+            raise PermissionDenied(
+                "A token cannot create tokens: create them signed in, on the API tokens page "
+                "or with a session."
+            )
         serializer = ApiTokenSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        token, text = ApiToken.issue(
-            user=request.user,
-            name=serializer.validated_data["name"],
-            expires_at=serializer.validated_data.get("expires_at"),
-        )
+        now = timezone.now()
+        data = serializer.validated_data
+        expires_at = data["expires_at"] if "expires_at" in data else lifetime.default_expiry(now)
+        problem = lifetime.expiry_problem(request.user, expires_at, now)
+        if problem:
+            raise serializers.ValidationError({"expires_at": [problem]})
+        token, text = ApiToken.issue(user=request.user, name=data["name"], expires_at=expires_at)
         token.token = text  # type: ignore[attr-defined]
         return Response(NewApiTokenSerializer(token).data, status=status.HTTP_201_CREATED)
 

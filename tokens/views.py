@@ -15,14 +15,14 @@ from tokens.models import ApiToken
 @login_required
 def token_list(request: HttpRequest) -> HttpResponse:
     new_secret = None
-    form = NewTokenForm()
+    form = NewTokenForm(user=request.user)
     if request.method == "POST":
-        form = NewTokenForm(request.POST)
+        form = NewTokenForm(request.POST, user=request.user)
         if form.is_valid():
             _, new_secret = ApiToken.issue(
                 user=request.user, name=form.cleaned_data["name"], expires_at=form.expires_at()
             )
-            form = NewTokenForm()
+            form = NewTokenForm(user=request.user)
     tokens = ApiToken.objects.filter(user=request.user)
     return render(
         request,
