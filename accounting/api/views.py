@@ -47,6 +47,7 @@ from accounting.chargeback import (
 from accounting.models import ClassMultiplier, FlavorPrice, Statement, UsageRecord
 from accounting.pricing import RELATED, currency, record_price_change
 from gpuplatform import access
+from gpuplatform.exports import safe_cell, safe_row
 
 MEASURES = ("gpu_hours", "gpu_equivalent_hours", "cost")
 
@@ -65,7 +66,7 @@ class CSVRenderer(BaseRenderer):
         lines = []
         for item in rows:
             if isinstance(item, dict):
-                lines.append(",".join(f"{k}: {v}" for k, v in item.items()))
+                lines.append(",".join(str(safe_cell(f"{k}: {v}")) for k, v in item.items()))
         return ("\n".join(lines) + "\n").encode()
 
 
@@ -94,17 +95,18 @@ class _Echo:
 
 
 def csv_lines(rows: Iterator[Row], keys: Sequence[str], unit: str) -> Iterator[str]:
-    """Header, one line per group, and a TOTAL line; the total is summed while streaming."""
+    """Header, one line per group, and a TOTAL line; the total is summed while streaming. Cells
+    a spreadsheet would run as formulas are escaped (gpuplatform/exports.py)."""
     writer = csv.writer(_Echo())
-    yield writer.writerow([*keys, *MEASURES, "currency"])
+    yield writer.writerow(safe_row([*keys, *MEASURES, "currency"]))
     total = Totals()
     for row in rows:
         total.add(row.totals.gpu_hours, row.totals.gpu_equivalent_hours, row.totals.cost)
         values = row_values(row.group, row.totals)
-        yield writer.writerow([*(values[key] for key in [*keys, *MEASURES]), unit])
+        yield writer.writerow(safe_row([*(values[key] for key in [*keys, *MEASURES]), unit]))
     values = row_values({}, total)
     blanks = [""] * (len(keys) - 1)
-    yield writer.writerow(["TOTAL", *blanks, *(values[m] for m in MEASURES), unit])
+    yield writer.writerow(safe_row(["TOTAL", *blanks, *(values[m] for m in MEASURES), unit]))
 
 
 CHARGEBACK_PARAMETERS = [
