@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from io import StringIO
+from typing import Any
 
 import pytest
 from django.contrib.auth import authenticate
 from django.contrib.auth.models import Group, User
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 from django.core.serializers import serialize
 
 from gpuplatform import access
@@ -34,7 +35,7 @@ def snapshot() -> str:
 
 def seed() -> str:
     out = StringIO()
-    call_command("seed_demo", history=0, stdout=out)
+    call_command("seed_demo", history=0, stdout=out, allow_production=True)
     return out.getvalue()
 
 
@@ -101,3 +102,19 @@ def test_seeded_objects_pass_validation() -> None:
     for model in [Flavor, ServiceClass, Cohort, Team, Queue, Quota, Membership, Cluster, Node]:
         for obj in model.objects.all():
             obj.full_clean()
+
+
+def test_seed_demo_refuses_with_debug_off_naming_the_setting(settings: Any) -> None:
+    """Its logins' passwords are published (admin/admin-demo is a superuser): never on a
+    production database unless asked for by name."""
+    settings.DEBUG = False
+    with pytest.raises(CommandError, match="refuses to run with DEBUG off") as refused:
+        call_command("seed_demo", history=0, stdout=StringIO())
+    assert "--allow-production" in str(refused.value)
+    assert not User.objects.filter(username="admin").exists()
+
+
+def test_seed_demo_runs_with_debug_on_without_the_flag(settings: Any) -> None:
+    settings.DEBUG = True
+    call_command("seed_demo", history=0, stdout=StringIO())
+    assert User.objects.filter(username="admin").exists()

@@ -41,7 +41,7 @@ HISTORY_DAYS = 3
 def seeded(django_db_setup: None, django_db_blocker: Any) -> Iterator[str]:
     with django_db_blocker.unblock():
         out = StringIO()
-        call_command("seed_demo", history=HISTORY_DAYS, stdout=out)
+        call_command("seed_demo", history=HISTORY_DAYS, stdout=out, allow_production=True)
         yield out.getvalue()
         call_command("flush", interactive=False, verbosity=0)
 
@@ -249,7 +249,7 @@ def test_the_budget_of_the_heavy_borrower_has_crossed_eighty_percent(seeded: str
 def test_seeding_twice_changes_nothing(seeded: str) -> None:
     before = counts()
     out = StringIO()
-    call_command("seed_demo", history=HISTORY_DAYS, stdout=out)
+    call_command("seed_demo", history=HISTORY_DAYS, stdout=out, allow_production=True)
     assert "No history replayed: the cluster already has jobs" in out.getvalue()
     assert counts() == before
 

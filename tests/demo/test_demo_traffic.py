@@ -26,7 +26,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 @pytest.fixture
 def demo_world(db: None) -> None:
-    call_command("seed_demo", history=0, stdout=StringIO())
+    call_command("seed_demo", history=0, stdout=StringIO(), allow_production=True)
 
 
 def weekday_daytime_tick() -> datetime:
@@ -123,12 +123,12 @@ def test_finance_guide_links_to_last_months_chargeback(demo_world: None) -> None
 
 def test_seed_demo_refuses_a_negative_history(demo_world: None) -> None:
     with pytest.raises(CommandError, match="--history"):
-        call_command("seed_demo", history=-1, stdout=StringIO())
+        call_command("seed_demo", history=-1, stdout=StringIO(), allow_production=True)
 
 
 def test_history_is_never_replayed_onto_a_real_cluster(demo_world: None) -> None:
     Cluster.objects.create(name="prod", driver=Cluster.Driver.KUBERNETES)
     out = StringIO()
-    call_command("seed_demo", history=1, stdout=out)
+    call_command("seed_demo", history=1, stdout=out, allow_production=True)
     assert "real (non-simulated) cluster" in out.getvalue()
     assert not Job.objects.exists()

@@ -41,7 +41,7 @@ def replayed(settings: Any) -> dict[str, Job]:
     """Team A fills the 32 H100s (16 of them borrowed); a minute before now team C's production
     job reclaims its nominal 8. Written as the seed writes a history."""
     settings.SIMULATION_FAILURE_RATE = 0.0
-    call_command("seed_demo", history=0, stdout=None)
+    call_command("seed_demo", history=0, stdout=None, allow_production=True)
     requests = [
         (START + timedelta(minutes=i), request("alice", "team-a", "standard", f"train-{i}", 10))
         for i in range(4)

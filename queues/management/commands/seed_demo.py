@@ -1,5 +1,7 @@
 """``python manage.py seed_demo [--history DAYS]``: the demo world of ``make demo``.
 
+Refused with DEBUG off (the demo logins' passwords are published) unless ``--allow-production``.
+
 Idempotent: objects that already exist (matched by name) are left as they are, and the history
 (``demo.history``: DAYS of multi-team work replayed through the scheduling engine and written as
 the live services would have, default 30; a few seconds) is replayed only into a cluster that
@@ -12,6 +14,7 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -194,8 +197,21 @@ class Command(BaseCommand):
             help=f"Days of demo work to replay, ending now (default {DEFAULT_HISTORY_DAYS}; "
             "0: none). Skipped when the cluster already has jobs.",
         )
+        parser.add_argument(
+            "--allow-production",
+            action="store_true",
+            help="Seed although DEBUG is off (a throwaway demo deployment only: the demo "
+            "logins' passwords are published).",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
+        if not settings.DEBUG and not options["allow_production"]:
+            raise CommandError(
+                "seed_demo creates logins with published passwords (admin/admin-demo, a "
+                "superuser, and the demo researchers): it refuses to run with DEBUG off, the "
+                "production setting. Set DEBUG=true for a local demo, or pass "
+                "--allow-production for a throwaway demo deployment."
+            )
         days = options["history"]
         if days < 0:
             raise CommandError("--history: must be 0 or more days")
