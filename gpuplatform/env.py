@@ -169,3 +169,22 @@ def env_float(
     if maximum is not None and result > maximum:
         raise EnvError(f"{name}={result:g} is too large: it must be at most {maximum:g}.")
     return result
+
+
+def env_proxy_ssl_header(
+    name: str, environ: Mapping[str, str] | None = None
+) -> tuple[str, str] | None:
+    """Django's ``SECURE_PROXY_SSL_HEADER`` from ``Header-Name`` (value ``https``) or
+    ``Header-Name: value``, e.g. ``X-Forwarded-Proto``; None when unset or empty. Set it only
+    behind a proxy of one's own that sets (and overwrites) that header."""
+    value = env_str(name, "", environ)
+    if not value:
+        return None
+    header, _, expected = value.partition(":")
+    header, expected = header.strip(), expected.strip() or "https"
+    if not header or not all(c.isalnum() or c == "-" for c in header) or " " in expected:
+        raise EnvError(
+            f"{name}={value!r} is not a header: write the header your proxy sets, such as "
+            "X-Forwarded-Proto (meaning X-Forwarded-Proto: https) or 'X-Forwarded-Proto: https'."
+        )
+    return "HTTP_" + header.upper().replace("-", "_"), expected

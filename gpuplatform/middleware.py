@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from django.conf import settings
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
 
 API_PREFIX = "/api/"
@@ -27,3 +28,18 @@ class RejectNulQueryMiddleware:
                     return JsonResponse({shown: [message]}, status=400)
                 return HttpResponseBadRequest(message, content_type="text/plain; charset=utf-8")
         return self.get_response(request)
+
+
+class ContentSecurityPolicyMiddleware:
+    """``Content-Security-Policy: settings.CONTENT_SECURITY_POLICY`` on every response that does
+    not set its own (none when the setting is empty)."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        policy = settings.CONTENT_SECURITY_POLICY
+        if policy and "Content-Security-Policy" not in response:
+            response["Content-Security-Policy"] = policy
+        return response

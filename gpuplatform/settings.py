@@ -15,7 +15,15 @@ from pathlib import Path
 from celery.schedules import crontab
 from django.core.exceptions import ImproperlyConfigured
 
-from gpuplatform.env import env_bool, env_database, env_float, env_int, env_list, env_str
+from gpuplatform.env import (
+    env_bool,
+    env_database,
+    env_float,
+    env_int,
+    env_list,
+    env_proxy_ssl_header,
+    env_str,
+)
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("VAR_DIR", str(BASE_DIR / "var")))
@@ -35,6 +43,27 @@ if not SECRET_KEY:
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", [])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = env_bool("SECURE_COOKIES", False)
+
+# --- HTTPS and browser protections (README "Configuration": the production values make
+# `manage.py check --deploy` clean; the defaults suit `make demo` over plain HTTP) -------------
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", False)
+"""Redirect plain-HTTP requests to HTTPS (behind a proxy: with SECURE_PROXY_SSL_HEADER)."""
+SECURE_REDIRECT_EXEMPT = [r"^metrics$"]  # Prometheus scrapes the web container directly
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0, minimum=0)
+"""Strict-Transport-Security max-age over HTTPS (0: no header); production: 31536000."""
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
+SECURE_PROXY_SSL_HEADER = env_proxy_ssl_header("SECURE_PROXY_SSL_HEADER")
+"""The header a TLS-terminating proxy of one's own sets, e.g. X-Forwarded-Proto."""
+CONTENT_SECURITY_POLICY = env_str(
+    "CONTENT_SECURITY_POLICY",
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
+    "img-src 'self' data:; font-src 'self' data:; connect-src 'self'; object-src 'none'; "
+    "base-uri 'self'; form-action 'self'; frame-ancestors 'none'",
+)
+"""The Content-Security-Policy header of every response (gpuplatform/middleware.py; empty: none).
+Scripts only from the site's own files (no inline script anywhere: data travels in json_script
+blocks); inline styles allowed, which Plotly's charts and Swagger UI set."""
 
 INSTALLED_APPS = [
     "gpuplatform.apps.PlatformAdminConfig",  # django.contrib.admin with the platform's site
@@ -60,6 +89,7 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "gpuplatform.middleware.RejectNulQueryMiddleware",
+    "gpuplatform.middleware.ContentSecurityPolicyMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -203,8 +233,19 @@ NUM_PROXIES = env_int("NUM_PROXIES", 0, minimum=0)
 """Reverse proxies of one's own in front of the site: the client's address is the NUM_PROXIES-th
 from the right of X-Forwarded-For (0: REMOTE_ADDR, the header ignored)."""
 REST_FRAMEWORK["NUM_PROXIES"] = NUM_PROXIES
-# The throttle counts live in the default cache: Django's in-process memory cache unless CACHES
-# is configured (per process; with several gunicorn workers each counts on its own).
+# The throttle and login-failure counts live in the default cache: Django's in-process memory
+# cache (per process: with several gunicorn workers each counts on its own) unless CACHE_URL
+# names a Redis all processes share (docker-compose.yml sets it).
+CACHE_URL = env_str("CACHE_URL")
+if CACHE_URL:
+    if not CACHE_URL.startswith(("redis://", "rediss://", "unix://")):
+        raise ImproperlyConfigured(
+            f"CACHE_URL={CACHE_URL!r} is not a Redis URL: use redis://host:6379/1 (a database "
+            "of its own, not the broker's: clearing the cache empties it)."
+        )
+    CACHES = {
+        "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL}
+    }
 
 # --- Celery -----------------------------------------------------------------------------------
 # REDIS_URL is the broker. Unset, Celery uses kombu's filesystem transport: messages are files in

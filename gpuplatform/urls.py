@@ -1,7 +1,7 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from accounting.urls import price_urlpatterns
 from gpuplatform import views
@@ -27,7 +27,10 @@ urlpatterns = [
     path("metrics", metrics_view, name="metrics"),
     # --- REST API under /api/v1/ (each app's api/urls.py) and the API tokens page -----------
     path("api/v1/schema/", SpectacularAPIView.as_view(), name="api-schema"),
-    path("api/v1/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    # the split view serves Swagger UI's start-up script as a file: no inline script (CSP)
+    path(
+        "api/v1/docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"
+    ),
     path("api/v1/", include("tokens.api_urls")),
     path("api/v1/", include("queues.api.urls")),
     path("", include("tokens.urls")),
