@@ -6,7 +6,7 @@ from typing import Any
 
 from django.db.models import QuerySet
 from django.utils import timezone
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.request import Request
@@ -75,7 +75,10 @@ class ApiTokenViewSet(
 
     @extend_schema(
         request=ApiTokenSerializer,
-        responses={201: NewApiTokenSerializer},
+        responses={
+            201: NewApiTokenSerializer,
+            403: OpenApiResponse(description="The request was authenticated by a token."),
+        },
         description=(
             "Create a token (signed in with a session: a token cannot create tokens, 403). "
             "Without expires_at it expires after API_TOKEN_LIFETIME_DAYS (90 by default); "
