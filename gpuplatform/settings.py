@@ -48,7 +48,7 @@ SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = env_bool("SECURE_COOKIES", False)
 # `manage.py check --deploy` clean; the defaults suit `make demo` over plain HTTP) -------------
 SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", False)
 """Redirect plain-HTTP requests to HTTPS (behind a proxy: with SECURE_PROXY_SSL_HEADER)."""
-SECURE_REDIRECT_EXEMPT = [r"^metrics$"]  # Prometheus scrapes the web container directly
+SECURE_REDIRECT_EXEMPT = [r"^metrics$", r"^healthz$", r"^readyz$"]  # probes and Prometheus
 SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0, minimum=0)
 """Strict-Transport-Security max-age over HTTPS (0: no header); production: 31536000."""
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
@@ -86,6 +86,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # /healthz, /readyz and /metrics before the Host check and the HTTPS redirect (health.py)
+    "gpuplatform.health.HealthProbeMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "gpuplatform.middleware.RejectNulQueryMiddleware",

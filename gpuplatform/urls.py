@@ -6,6 +6,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 from accounting.urls import price_urlpatterns
 from gpuplatform import views
 from gpuplatform.forms import ThrottledAuthenticationForm
+from gpuplatform.health import healthz_view, readyz_view
 from queues.metrics import metrics_view
 
 urlpatterns = [
@@ -25,6 +26,9 @@ urlpatterns = [
     path("", include("queues.urls")),
     path("admin/", admin.site.urls),
     path("metrics", metrics_view, name="metrics"),
+    # answered by gpuplatform.health.HealthProbeMiddleware first; named here for reverse()
+    path("healthz", healthz_view, name="healthz"),
+    path("readyz", readyz_view, name="readyz"),
     # --- REST API under /api/v1/ (each app's api/urls.py) and the API tokens page -----------
     path("api/v1/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     # the split view serves Swagger UI's start-up script as a file: no inline script (CSP)
