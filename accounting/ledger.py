@@ -216,7 +216,11 @@ class _Writer:
         flavor_id = flavor_id or getattr(getattr(job, "runtime", None), "flavor_id", None)
         cluster_id = self.cluster_ids.get(str(data.get("cluster"))) or job.cluster_id
         if flavor_id is None or cluster_id is None:
-            logger.warning("job %s ran without a known flavor or cluster: not accrued", job.pk)
+            logger.warning(
+                "job %s ran without a known flavor or cluster: not accrued",
+                job.pk,
+                extra={"job_id": job.pk},
+            )
             return None
         return {
             "team_id": job.queue.team_id,

@@ -188,3 +188,37 @@ def env_proxy_ssl_header(
             "X-Forwarded-Proto (meaning X-Forwarded-Proto: https) or 'X-Forwarded-Proto: https'."
         )
     return "HTTP_" + header.upper().replace("-", "_"), expected
+
+
+REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
+
+
+def env_cache_url(environ: Mapping[str, str] | None = None) -> str:
+    """The Redis of Django's cache: ``CACHE_URL``, else the broker's Redis (``REDIS_URL``) on
+    the next database number (``redis://host:6379/0`` -> ``redis://host:6379/1``: clearing the
+    cache empties its database, which must not be the broker's); empty: in-process memory.
+    ``CACHE_URL=memory://`` keeps the in-process cache even with a Redis broker."""
+    explicit = env_str("CACHE_URL", "", environ)
+    if explicit == "memory://":
+        return ""
+    if explicit:
+        if not explicit.startswith(REDIS_SCHEMES):
+            raise EnvError(
+                f"CACHE_URL={explicit!r} is not a Redis URL: use redis://host:6379/1 (a database "
+                "of its own, not the broker's: clearing the cache empties it), or memory://."
+            )
+        return explicit
+    broker = env_str("REDIS_URL", "", environ)
+    if not broker.startswith(("redis://", "rediss://")):
+        return ""
+    parts = urlsplit(broker)
+    path = parts.path.strip("/")
+    if path and not path.isdigit():
+        raise EnvError(f"REDIS_URL={broker!r}: the database after the last / is not a number.")
+    database = int(path or "0") + 1
+    if database > 15:
+        raise EnvError(
+            f"REDIS_URL={broker!r} uses Redis database 15, so the cache cannot take the next "
+            "one: set CACHE_URL to a Redis database of its own (or memory://)."
+        )
+    return parts._replace(path=f"/{database}").geturl()

@@ -17,6 +17,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from gpuplatform.env import (
     env_bool,
+    env_cache_url,
     env_database,
     env_float,
     env_int,
@@ -24,6 +25,7 @@ from gpuplatform.env import (
     env_proxy_ssl_header,
     env_str,
 )
+from gpuplatform.logs import FORMATS, logging_config
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("VAR_DIR", str(BASE_DIR / "var")))
@@ -235,16 +237,11 @@ NUM_PROXIES = env_int("NUM_PROXIES", 0, minimum=0)
 """Reverse proxies of one's own in front of the site: the client's address is the NUM_PROXIES-th
 from the right of X-Forwarded-For (0: REMOTE_ADDR, the header ignored)."""
 REST_FRAMEWORK["NUM_PROXIES"] = NUM_PROXIES
-# The throttle and login-failure counts live in the default cache: Django's in-process memory
-# cache (per process: with several gunicorn workers each counts on its own) unless CACHE_URL
-# names a Redis all processes share (docker-compose.yml sets it).
-CACHE_URL = env_str("CACHE_URL")
+# The throttle and login-failure counts live in the default cache: a Redis all processes share
+# when CACHE_URL names one or REDIS_URL does (then its next database: env_cache_url), else
+# Django's in-process memory cache (per process: each gunicorn worker would count on its own).
+CACHE_URL = env_cache_url()
 if CACHE_URL:
-    if not CACHE_URL.startswith(("redis://", "rediss://", "unix://")):
-        raise ImproperlyConfigured(
-            f"CACHE_URL={CACHE_URL!r} is not a Redis URL: use redis://host:6379/1 (a database "
-            "of its own, not the broker's: clearing the cache empties it)."
-        )
     CACHES = {
         "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL}
     }
@@ -347,10 +344,9 @@ if DEMO_TRAFFIC:
     }
 
 # --- Logging: INFO to the console, so `make demo` shows the cycle ticks -----------------------
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
-    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO").upper()},
-}
+LOG_FORMAT = env_str("LOG_FORMAT", "text").lower()
+"""``text`` (``time LEVEL logger: [cycle <id> job <id>] message``) or ``json``: one object per
+line with ``cycle_id`` and ``job_id`` (gpuplatform/logs.py); Celery worker and beat use it too."""
+if LOG_FORMAT not in FORMATS:
+    raise ImproperlyConfigured(f"LOG_FORMAT={LOG_FORMAT!r} is not a log format: use text or json.")
+LOGGING = logging_config(LOG_FORMAT, env_str("LOG_LEVEL", "INFO").upper())

@@ -26,5 +26,6 @@ def run_scheduling_cycle() -> int | None:
         report.cycle_run_id,
         hostname or "eager",
         report.summary(),
+        extra={"cycle_id": report.cycle_id},
     )
     return report.cycle_run_id

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import time
+import uuid
 from datetime import datetime, timedelta
 
 from django.db import transaction
@@ -22,6 +23,7 @@ from django.utils import timezone
 
 from accounting.services import accrue_usage
 from dashboards.rollup import record_cycle
+from gpuplatform.logs import cycle_context
 from gpusched.engine.cycle import run_cycle as decide
 from gpusched.engine.state import EngineState
 from queues.models import CycleRun
@@ -39,14 +41,23 @@ DURATION_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0
 def run_cycle(
     now: datetime | None = None, *, policy: str = "default", worker: str = ""
 ) -> CycleReport:
-    """Run one cycle at ``now`` (default: the current time) and report what it did."""
-    moment = now or timezone.now()
-    report = CycleReport(now=moment)
+    """Run one cycle at ``now`` (default: the current time) and report what it did.
+
+    Every log line written meanwhile (decisions, side effects, driver calls) carries the cycle's
+    id (``report.cycle_id``; gpuplatform/logs.py), and the last one names its ``CycleRun``."""
+    report = CycleReport(now=now or timezone.now(), cycle_id=uuid.uuid4().hex[:12])
+    with cycle_context(report.cycle_id):
+        _run(report, now, policy, worker)
+    return report
+
+
+def _run(report: CycleReport, now: datetime | None, policy: str, worker: str) -> None:
+    moment = report.now
     holder = lease.new_holder()
     if not lease.acquire(holder):
         report.ran = False
         logger.info("scheduling cycle skipped: another worker holds the lease")
-        return report
+        return
     started = time.perf_counter()
     try:
         effects = observe.sync_clusters(moment, report)
@@ -58,22 +69,25 @@ def run_cycle(
         with transaction.atomic():
             lease.confirm(holder)
             effects += apply_result(live, result, report)
-            transaction.on_commit(lambda: _carry_out(effects, now))
+            cycle_id = report.cycle_id
+            transaction.on_commit(lambda: _carry_out(effects, now, cycle_id))
         accrue_usage(moment)  # accounting: the usage ledger up to this cycle (accounting/ledger.py)
         record_cycle(moment)  # dashboards: usage and capacity time series (dashboards/rollup.py)
         report.duration_seconds = time.perf_counter() - started
         _record(report, worker or holder)
     finally:
         lease.release(holder)
-    logger.info("%s (%.3f s)", report.summary(), report.duration_seconds)
-    return report
+    logger.info(
+        "%s (%.3f s, cycle run %s)", report.summary(), report.duration_seconds, report.cycle_run_id
+    )
 
 
-def _carry_out(effects: list[Effect], now: datetime | None) -> None:
-    try:
-        run_effects(_unique(effects), now)
-    except Exception:  # a side effect must never undo a committed cycle
-        logger.exception("cluster side effects failed; the next cycle retries them")
+def _carry_out(effects: list[Effect], now: datetime | None, cycle_id: str) -> None:
+    with cycle_context(cycle_id):
+        try:
+            run_effects(_unique(effects), now)
+        except Exception:  # a side effect must never undo a committed cycle
+            logger.exception("cluster side effects failed; the next cycle retries them")
 
 
 def _unique(effects: list[Effect]) -> list[Effect]:

@@ -17,6 +17,7 @@ from datetime import datetime
 from django.db import transaction
 from django.utils import timezone
 
+from gpuplatform.logs import job_context
 from queues.clusters.base import (
     ClusterDriver,
     ClusterUnavailable,
@@ -128,19 +129,20 @@ def _run_on_cluster(cluster: Cluster, effects: list[Effect], now: datetime | Non
             )
         }
         for effect in effects:
-            try:
-                _run_one(driver, effect, jobs.get(effect.job_id))
-            except ClusterUnavailable as error:
-                mark_degraded(cluster, f"{effect.action} of job {effect.job_id}: {error}")
-                return  # the rest would fail the same way; the next cycle retries
-            except WorkloadConflict as error:
-                logger.info("%s of job %s waits: %s", effect.action, effect.job_id, error)
-            except QuotaExceeded as error:  # the job's, not the cluster's: it stays healthy
-                if _requeue(effect, jobs.get(effect.job_id), str(error), now):
-                    _remove_workers(driver, cluster, jobs[effect.job_id])
-            except DriverError as error:
-                if _reject(effect, jobs.get(effect.job_id), str(error), now):
-                    _remove_workers(driver, cluster, jobs[effect.job_id])
+            with job_context(effect.job_id):  # in the log lines of the driver's calls too
+                try:
+                    _run_one(driver, effect, jobs.get(effect.job_id))
+                except ClusterUnavailable as error:
+                    mark_degraded(cluster, f"{effect.action} of job {effect.job_id}: {error}")
+                    return  # the rest would fail the same way; the next cycle retries
+                except WorkloadConflict as error:
+                    logger.info("%s of job %s waits: %s", effect.action, effect.job_id, error)
+                except QuotaExceeded as error:  # the job's, not the cluster's: it stays healthy
+                    if _requeue(effect, jobs.get(effect.job_id), str(error), now):
+                        _remove_workers(driver, cluster, jobs[effect.job_id])
+                except DriverError as error:
+                    if _reject(effect, jobs.get(effect.job_id), str(error), now):
+                        _remove_workers(driver, cluster, jobs[effect.job_id])
     finally:
         driver.close()
 

@@ -10,6 +10,7 @@ come from ``queues.services.messages``.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -21,6 +22,7 @@ from queues.services.report import CycleReport
 from queues.services.transitions import job_label
 
 Kind = JobEvent.Kind
+logger = logging.getLogger(__name__)
 
 # kind -> the builders that write it (tests check that every kind has one)
 BUILDERS: dict[str, list[str]] = {}
@@ -54,6 +56,7 @@ class Said:
 def recorded(job: Job, said: Said, at: datetime, report: CycleReport) -> JobEvent:
     """A cycle's event: the unsaved row, and its line in the cycle's report."""
     report.add(said.kind, f"{job_label(job)}: {said.message}")
+    logger.info("%s %s: %s", said.kind, job_label(job), said.message, extra={"job_id": job.pk})
     return said.row(job, at)
 
 

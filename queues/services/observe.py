@@ -235,7 +235,12 @@ def _orphan_stop(
     runtime = JobRuntime.objects.filter(job_id=int(job_id)).first() if job_id.isdigit() else None
     if runtime is not None:
         grace = _left(runtime, now)
-    logger.info("job %s runs on %s but should not: stopping it", job_id, cluster.name)
+    logger.info(
+        "job %s runs on %s but should not: stopping it",
+        job_id,
+        cluster.name,
+        extra={"job_id": job_id},
+    )
     return fx.Effect(
         "stop",
         int(job_id) if job_id.isdigit() else 0,

@@ -17,6 +17,7 @@ class CycleReport:
     degraded: list[str] = field(default_factory=list)
     duration_seconds: float = 0.0
     cycle_run_id: int | None = None  # the CycleRun row that records it
+    cycle_id: str = ""  # in every log line of the cycle (gpuplatform/logs.py)
 
     def add(self, kind: str, text: str) -> None:
         """Count one ``kind`` of decision or observation and keep its line."""
