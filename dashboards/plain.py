@@ -133,7 +133,7 @@ class TeamJob:
     name: str
     queue: str
     owner: str
-    position: int  # in its queue's rank order
+    position: int | None  # the engine's rank in its queue (None: not ranked yet)
     pending_in_queue: int
     message: str
     mine: bool = False

@@ -175,7 +175,11 @@ def _jobs_table(jobs: list[TeamJob]) -> dict[str, Any]:
                 f"#{j.job_id} {j.name}" + (" (yours)" if j.mine else ""),
                 j.queue,
                 j.owner,
-                f"{j.position} of {j.pending_in_queue}",
+                (
+                    f"{j.position} of {j.pending_in_queue}"
+                    if j.position is not None
+                    else "not ranked yet"
+                ),
                 j.message,
             ]
             for j in jobs

@@ -195,6 +195,8 @@ class HistoryWriter:
                     runtime.pending_reason = story.info.reason
                     runtime.pending_message = message
                     runtime.estimated_start = estimate
+                    runtime.pending_position = story.info.position
+                    runtime.pending_within_nominal = story.info.within_nominal
             elif latest is not None and latest.stop is not None:  # stopped by the engine
                 stop = latest.stop
                 runtime.stop_reason = stop.reason

@@ -374,14 +374,16 @@ class _Cycle:
         ctx.reservation = find_reservation(ctx, job, flavors)
 
     # -- explanations --------------------------------------------------------------------------
-    def explain_pending(self, ranked: list[PendingJob], pending: set[str]) -> None:
+    def explain_pending(self, ranked: list[JobFacts], pending: set[str]) -> None:
         ctx = self.ctx
+        borrowing_shapes = None if self.policy.fifo_order else self.ranker.borrowing_shapes
         quota = ctx.quota
         position: dict[str, int] = {}
         schedules: dict[str, list[tuple[float, int, int, str]]] = {}
         free_of: dict[str, tuple[int, int]] = {}
         reservation = ctx.reservation
-        for job in ranked:
+        for facts in ranked:
+            job = facts.job
             if job.name not in pending:
                 continue
             place_in_queue = position.get(job.queue, 0) + 1
@@ -416,6 +418,9 @@ class _Cycle:
                 reason=reason,
                 queue=job.queue,
                 position=place_in_queue,
+                within_nominal=(
+                    None if borrowing_shapes is None else facts.rank_shape not in borrowing_shapes
+                ),
                 flavor=flavor,
                 need=need,
                 used=quota.used(job.queue, flavor),
@@ -541,7 +546,7 @@ class _Cycle:
         if policy.elastic_growth:
             self.scales.extend(grow(ctx, self.flavors_waited_for, self.pools_waited_for))
         if self.explain:
-            self.explain_pending([facts.job for facts in ranked], left)
+            self.explain_pending(ranked, left)
         reservation = ctx.reservation
         reserve = None
         if reservation is not None:

@@ -36,6 +36,9 @@ class PendingInfo:
     reason: str
     queue: str
     position: int  # 1-based rank among the pending jobs of its queue
+    # ranked among the jobs within their queue's nominal quota (rule 4's first key); None when
+    # the policy does not rank by it (fifo)
+    within_nominal: bool | None = None
     flavor: str = ""  # the flavor the reason is about (the job's first choice)
     need: int = 0  # units the job asks for in that flavor (at its smallest size)
     used: int = 0  # the queue's usage of that flavor

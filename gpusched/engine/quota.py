@@ -42,8 +42,7 @@ class QuotaStatics:
                 self.members.setdefault(q.cohort, []).append(q.name)
             for f, quota in q.quotas.items():
                 self.flavors.add(f)
-                lend = quota.nominal if quota.lending_limit is None else quota.lending_limit
-                lend = max(0, min(lend, quota.nominal))
+                lend = lendable(quota.nominal, quota.lending_limit)
                 if q.cohort is None:
                     limit = quota.nominal
                 elif quota.borrowing_limit is None:
@@ -197,3 +196,37 @@ class QuotaState:
             return (0, 0)
         key = (cohort, flavor)
         return (self.pool_size.get(key, 0), self.pool_used.get(key, 0))
+
+
+def lendable(nominal: int, lending_limit: int | None) -> int:
+    """What a queue may lend to its cohort of its nominal ``N``: its lending limit ``L`` (all of
+    ``N`` without one), never more than ``N``."""
+    lend = nominal if lending_limit is None else lending_limit
+    return max(0, min(lend, nominal))
+
+
+def lent_by_member(
+    quotas: Mapping[str, tuple[int, int | None]], used: Mapping[str, int]
+) -> dict[str, int]:
+    """For one cohort and flavor: how much of each member's unused lendable nominal the
+    cohort's borrowers use now (the queue pages' "lent").
+
+    ``quotas``: member -> (nominal, lending limit); ``used``: member -> units held. What the
+    members use above their nominal is spread over the members with unused lendable nominal in
+    proportion to what each can lend now, in whole units (largest remainder, then name)."""
+    available: dict[str, int] = {}
+    borrowed = 0
+    for name, (nominal, lending_limit) in quotas.items():
+        units = used.get(name, 0)
+        borrowed += max(0, units - nominal)
+        available[name] = max(0, min(lendable(nominal, lending_limit), nominal - units))
+    total = sum(available.values())
+    if borrowed == 0 or total == 0:
+        return dict.fromkeys(quotas, 0)
+    lend = min(borrowed, total)
+    shares = {name: lend * units / total for name, units in available.items()}
+    out = {name: int(share) for name, share in shares.items()}
+    rest = lend - sum(out.values())
+    for name in sorted(out, key=lambda n: (-(shares[n] - out[n]), n))[:rest]:
+        out[name] += 1
+    return out

@@ -66,6 +66,8 @@ class Ranker:
         self.room_ids: dict[tuple[str, tuple[str, ...]], int] = {}  # (queue, flavors) -> id
         self.rooms: list[tuple[str, tuple[str, ...]]] = []
         self.statics_basis: tuple[object, ...] = ()
+        # the rank shapes the last ``rank`` placed among the borrowing jobs (not within nominal)
+        self.borrowing_shapes: set[int] = set()
 
     def _new_facts(self, job: PendingJob) -> JobFacts:
         least = job.min_workers or job.workers
@@ -164,6 +166,7 @@ class Ranker:
         used = quota.usage
         # (queue, flavors) id -> most units a job may add and stay within nominal in one of them
         nominal_room: dict[int, int] = {}
+        self.borrowing_shapes = borrowing_shapes = set()
         groups: dict[tuple[int, int, float], list[int]] = {}
         for sid in by_shape:
             known = statics.get(sid)
@@ -181,7 +184,9 @@ class Ranker:
                     room = nominal_room[room_id] = max(
                         quota.limits(queue, fl).nominal - used.get((queue, fl), 0) for fl in flavors
                     )
-                borrowing = 1 if units > room else 0
+                if units > room:
+                    borrowing = 1
+                    borrowing_shapes.add(sid)
             groups.setdefault((borrowing, neg_prio, scores.get(queue, 0.0)), []).append(sid)
         ranked: list[JobFacts] = []
         for value in sorted(groups):

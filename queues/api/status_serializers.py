@@ -20,7 +20,13 @@ class FlavorStatusSerializer(serializers.Serializer[Any]):
 
 
 class PendingEntrySerializer(serializers.Serializer[Any]):
-    position = serializers.IntegerField(help_text="1-based, in the queue's rank order.")
+    position = serializers.IntegerField(
+        allow_null=True,
+        help_text=(
+            "1-based, the scheduler's rank of the job in its queue at the last cycle; null "
+            "until a cycle has ranked it."
+        ),
+    )
     job_id = serializers.IntegerField()
     name = serializers.CharField()
     owner = serializers.CharField()
@@ -30,7 +36,13 @@ class PendingEntrySerializer(serializers.Serializer[Any]):
     gpus_per_worker = serializers.IntegerField()
     flavors = serializers.ListField(child=serializers.CharField())
     submitted_at = serializers.DateTimeField()
-    within_nominal = serializers.BooleanField()
+    within_nominal = serializers.BooleanField(
+        allow_null=True,
+        help_text=(
+            "The scheduler ranked it among the jobs within their queue's nominal quota at the "
+            "last cycle; null until a cycle has ranked it."
+        ),
+    )
     reason = serializers.CharField(allow_blank=True)
     message = serializers.CharField(allow_blank=True)
     estimated_start = serializers.DateTimeField(allow_null=True)

@@ -31,7 +31,9 @@ class JobRuntime(models.Model):
 
     A job is *stopping* while ``release_at`` lies in the future: its GPUs stay counted until
     then (the class grace period). ``pending_reason`` / ``pending_message`` explain a pending
-    job in plain words and change only when the explanation changes.
+    job in plain words and change only when the explanation changes; ``pending_position`` and
+    ``pending_within_nominal`` are the engine's rank of it in its queue at the last cycle (the
+    queue page shows them and ranks nothing itself).
     """
 
     job = models.OneToOneField(
@@ -85,6 +87,14 @@ class JobRuntime(models.Model):
     pending_reason = models.CharField(max_length=40, blank=True)
     pending_message = models.TextField(blank=True)
     estimated_start = models.DateTimeField(null=True, blank=True)
+    pending_position = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Pending: its rank in its queue at the last cycle."
+    )
+    pending_within_nominal = models.BooleanField(
+        null=True,
+        blank=True,
+        help_text="Pending: ranked within its queue's nominal quota at the last cycle.",
+    )
 
     class Meta:
         indexes = [models.Index(fields=["release_at"], name="job_runtime_release_at_idx")]

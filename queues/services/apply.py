@@ -22,7 +22,13 @@ from queues.services.report import CycleReport
 from queues.services.snapshot import LiveSnapshot, queue_key
 from queues.services.transitions import move, set_runtime
 
-RUNTIME_FIELDS_ON_PENDING = ["pending_reason", "pending_message", "estimated_start"]
+RUNTIME_FIELDS_ON_PENDING = [
+    "pending_reason",
+    "pending_message",
+    "estimated_start",
+    "pending_position",
+    "pending_within_nominal",
+]
 
 
 class Applier:
@@ -185,6 +191,8 @@ class Applier:
             pending_reason="",
             pending_message="",
             estimated_start=None,
+            pending_position=None,
+            pending_within_nominal=None,
         )
         queue = queue_key(job.queue)
         said = events.admitted(
@@ -208,25 +216,46 @@ class Applier:
 
     # -- pending explanations ------------------------------------------------------------------
     def explain(self, result: engine.CycleResult) -> None:
+        """Store why each pending job waits and the engine's rank of it in its queue (position,
+        within nominal), writing only the rows whose explanation or rank changed."""
         candidates: dict[int, tuple[PendingInfo, str, datetime | None]] = {}
         for name, info in result.pending.items():
             row = self.live.jobs.get(name)
             if row is None or row.state != Job.State.PENDING:
                 continue
             message, estimate = messages.pending(info, self.label)
-            if (row.pending_reason or "", row.pending_message or "") != (info.reason, message):
+            stored = (
+                row.pending_reason or "",
+                row.pending_message or "",
+                row.pending_position,
+                row.pending_within_nominal,
+            )
+            if stored != (info.reason, message, info.position, info.within_nominal):
                 candidates[row.pk] = (info, message, estimate)
         # what the rows hold now (another run may have written the same explanation already)
         current = {
-            pk: (reason, message)
-            for pk, reason, message in JobRuntime.objects.filter(
+            pk: (reason, message, position, within)
+            for pk, reason, message, position, within in JobRuntime.objects.filter(
                 job_id__in=list(candidates)
-            ).values_list("job_id", "pending_reason", "pending_message")
+            ).values_list(
+                "job_id",
+                "pending_reason",
+                "pending_message",
+                "pending_position",
+                "pending_within_nominal",
+            )
         }
         changed: list[JobRuntime] = []
         for pk, (info, message, estimate) in candidates.items():
-            old_reason, old_message = current.get(pk, ("", ""))
-            if (old_reason, old_message) == (info.reason, message):
+            old_reason, old_message, old_position, old_within = current.get(
+                pk, ("", "", None, None)
+            )
+            if (old_reason, old_message, old_position, old_within) == (
+                info.reason,
+                message,
+                info.position,
+                info.within_nominal,
+            ):
                 continue
             changed.append(
                 JobRuntime(
@@ -234,6 +263,8 @@ class Applier:
                     pending_reason=info.reason,
                     pending_message=message,
                     estimated_start=estimate,
+                    pending_position=info.position,
+                    pending_within_nominal=info.within_nominal,
                 )
             )
             if old_reason != info.reason:

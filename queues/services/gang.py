@@ -217,6 +217,8 @@ def requeue(
         pending_reason=BACKOFF_REASON,
         pending_message=messages.gang_backoff(until, delay),
         estimated_start=until,
+        pending_position=None,  # not ranked while it backs off
+        pending_within_nominal=None,
     )
     if effects is not None and cluster_id is not None:
         effects.append(fx.stop(job, 0, cluster_id))

@@ -23,10 +23,10 @@ from django.db.models import Prefetch, Q
 from django.utils import timezone
 
 from gpusched.engine import fairshare
+from gpusched.engine.quota import lent_by_member
 from queues.models import Flavor, Job, JobFlavor, Queue, Quota
-from queues.services.snapshot import queue_key
+from queues.services.snapshot import HOLDING_STATES, queue_key
 
-HOLDING_STATES = ("admitted", "running", "preempted")
 DEFAULT_PENDING_LIMIT = 100
 
 
@@ -47,7 +47,7 @@ class FlavorStatus:
 
 @dataclass(frozen=True)
 class PendingEntry:
-    position: int  # 1-based, in the queue's rank order
+    position: int | None  # 1-based, the engine's rank in its queue (None: not ranked yet)
     job_id: int
     name: str
     owner: str
@@ -57,7 +57,7 @@ class PendingEntry:
     gpus_per_worker: int
     flavors: tuple[str, ...]
     submitted_at: datetime
-    within_nominal: bool
+    within_nominal: bool | None  # the engine ranked it within nominal (None: not ranked yet)
     reason: str  # the engine's reason code from the last cycle ("" before the first)
     message: str  # the plain-English why-pending text from the last cycle
     estimated_start: datetime | None
@@ -154,31 +154,15 @@ def flavor_usage(queue_ids: Sequence[int], now: datetime) -> dict[int, dict[int,
 
 
 def _lent(members: list[Queue], usage: dict[int, dict[int, int]], flavor_id: int) -> dict[int, int]:
-    """How much of each member's unused lendable nominal the cohort's borrowers use now.
-
-    The cohort's borrowing (usage above each queue's reserved ``N - L``, beyond its own lendable
-    part) is spread over the members with unused lendable nominal in proportion to what each can
-    lend (largest remainder, then name, for whole numbers)."""
-    available: dict[int, int] = {}
-    borrowed_total = 0
+    """How much of each member's unused lendable nominal the cohort's borrowers use now (the
+    engine's rule: ``gpusched.engine.quota.lent_by_member``)."""
+    quotas: dict[str, tuple[int, int | None]] = {}
     for q in members:
         quota = next((x for x in q.quotas.all() if x.flavor_id == flavor_id), None)
-        nominal = quota.nominal if quota else 0
-        lendable = nominal if quota is None or quota.lending_limit is None else quota.lending_limit
-        used = usage.get(q.pk, {}).get(flavor_id, 0)
-        borrowed_total += max(0, used - nominal)
-        available[q.pk] = max(0, min(lendable, nominal - used))
-    total = sum(available.values())
-    if borrowed_total == 0 or total == 0:
-        return {q.pk: 0 for q in members}
-    lend = min(borrowed_total, total)
-    shares = {pk: lend * a / total for pk, a in available.items()}
-    out = {pk: int(s) for pk, s in shares.items()}
-    rest = lend - sum(out.values())
-    order = sorted(members, key=lambda q: (-(shares[q.pk] - out[q.pk]), queue_key(q)))
-    for q in order[:rest]:
-        out[q.pk] += 1
-    return out
+        quotas[queue_key(q)] = (quota.nominal, quota.lending_limit) if quota else (0, None)
+    used = {queue_key(q): usage.get(q.pk, {}).get(flavor_id, 0) for q in members}
+    lent = lent_by_member(quotas, used)
+    return {q.pk: lent[queue_key(q)] for q in members}
 
 
 def queues_status(
@@ -216,7 +200,7 @@ def queues_status(
     for q in related:
         if q.cohort_id is not None:
             members[q.cohort_id].append(q)
-    pending = _pending(ids, usage, by_id, pending_limit)
+    pending = _pending(ids, pending_limit)
 
     out = []
     for target in targets:
@@ -270,64 +254,52 @@ def queue_status(
     return queues_status([queue], now=now, pending_limit=pending_limit)[0]
 
 
-def _pending(
-    ids: list[int],
-    usage: dict[int, dict[int, int]],
-    queues: dict[int, Queue],
-    limit: int | None,
-) -> dict[int, tuple[int, tuple[PendingEntry, ...]]]:
-    """queue id -> (number pending, the first ``limit`` in rank order). Three queries."""
+def _pending(ids: list[int], limit: int | None) -> dict[int, tuple[int, tuple[PendingEntry, ...]]]:
+    """queue id -> (number pending, the first ``limit`` in the engine's rank order). Three
+    queries.
+
+    The order and the within-nominal flag are the ones the engine computed at the last cycle
+    (``JobRuntime.pending_position`` / ``pending_within_nominal``); nothing is ranked here. Jobs
+    the engine has not ranked yet (submitted since the last cycle, or backing off after a gang
+    requeue) follow, in submission order, with no position."""
     rows = list(
         Job.objects.filter(queue_id__in=ids, state=Job.State.PENDING).values_list(
-            "pk", "queue_id", "workers", "min_workers", "gpus_per_worker",
-            "service_class__priority", "submitted_at",
+            "pk", "queue_id", "submitted_at", "runtime__pending_position"
         )
-    )  # fmt: skip
+    )
+    counts: dict[int, int] = defaultdict(int)
+    for row in rows:
+        counts[row[1]] += 1
     if limit == 0 or not rows:
-        counts: dict[int, int] = defaultdict(int)
-        for row in rows:
-            counts[row[1]] += 1
         return {pk: (n, ()) for pk, n in counts.items()}
+    by_queue: dict[int, list[tuple[Any, ...]]] = defaultdict(list)
+    for row in rows:
+        by_queue[row[1]].append(row)
+    chosen: dict[int, list[int]] = {}
+    for queue_id, items in by_queue.items():
+        items.sort(key=lambda r: (r[3] is None, r[3] or 0, r[2], r[0]))
+        top = items if limit is None else items[:limit]
+        chosen[queue_id] = [row[0] for row in top]
+    wanted = [pk for pks in chosen.values() for pk in pks]
+    jobs = Job.objects.filter(pk__in=wanted).select_related("owner", "service_class", "runtime")
+    by_pk = {job.pk: job for job in jobs}
     flavor_ids: dict[int, list[int]] = defaultdict(list)
     for job_id, flavor_id in (
-        JobFlavor.objects.filter(job__queue_id__in=ids, job__state=Job.State.PENDING)
+        JobFlavor.objects.filter(job_id__in=wanted)
         .order_by("job_id", "rank")
         .values_list("job_id", "flavor_id")
     ):
         flavor_ids[job_id].append(flavor_id)
-
-    def within_nominal(row: tuple[Any, ...]) -> bool:
-        pk, queue_id, workers, min_workers, g = row[:5]
-        queue = queues[queue_id]
-        if queue.cohort_id is None:
-            return True  # never borrows: its jobs only wait for its own nominal
-        units = (min_workers or workers) * g
-        nominal = {x.flavor_id: x.nominal for x in queue.quotas.all()}
-        used = usage.get(queue_id, {})
-        return any(used.get(f, 0) + units <= nominal.get(f, 0) for f in flavor_ids[pk])
-
-    ranked: dict[int, list[tuple[bool, tuple[Any, ...]]]] = defaultdict(list)
-    for row in rows:
-        ranked[row[1]].append((within_nominal(row), row))
-    chosen: dict[int, list[tuple[int, bool]]] = {}
-    for queue_id, items in ranked.items():
-        # the engine's order within one queue (same fair-share score): nominal, priority, time
-        items.sort(key=lambda item: (not item[0], -item[1][5], item[1][6], str(item[1][0])))
-        top = items if limit is None else items[:limit]
-        chosen[queue_id] = [(row[0], nominal) for nominal, row in top]
-    wanted = [pk for items in chosen.values() for pk, _ in items]
-    jobs = Job.objects.filter(pk__in=wanted).select_related("owner", "service_class", "runtime")
-    by_pk = {job.pk: job for job in jobs}
     names = dict(Flavor.objects.values_list("pk", "name"))
     out: dict[int, tuple[int, tuple[PendingEntry, ...]]] = {}
-    for queue_id, items in chosen.items():
+    for queue_id, pks in chosen.items():
         entries = []
-        for position, (pk, nominal) in enumerate(items, start=1):
+        for pk in pks:
             job = by_pk[pk]
             runtime = getattr(job, "runtime", None)
             entries.append(
                 PendingEntry(
-                    position=position,
+                    position=runtime.pending_position if runtime else None,
                     job_id=pk,
                     name=job.name,
                     owner=job.owner.get_username(),
@@ -337,11 +309,11 @@ def _pending(
                     gpus_per_worker=job.gpus_per_worker,
                     flavors=tuple(names[f] for f in flavor_ids[pk]),
                     submitted_at=job.submitted_at,
-                    within_nominal=nominal,
+                    within_nominal=runtime.pending_within_nominal if runtime else None,
                     reason=runtime.pending_reason if runtime else "",
                     message=runtime.pending_message if runtime else "",
                     estimated_start=runtime.estimated_start if runtime else None,
                 )
             )
-        out[queue_id] = (len(ranked[queue_id]), tuple(entries))
+        out[queue_id] = (counts[queue_id], tuple(entries))
     return out

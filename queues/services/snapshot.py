@@ -63,6 +63,8 @@ JOB_COLUMNS = (
     "runtime__pending_reason",
     "runtime__pending_message",
     "runtime__requeue_after",
+    "runtime__pending_position",
+    "runtime__pending_within_nominal",
 )
 
 
@@ -99,6 +101,8 @@ class JobRow(NamedTuple):
     pending_reason: str | None  # runtime (None: the job has no runtime row yet)
     pending_message: str | None
     requeue_after: datetime | None  # runtime: a requeued gang's backoff (queues/services/gang.py)
+    pending_position: int | None  # runtime: its rank in its queue at the last cycle
+    pending_within_nominal: bool | None  # runtime: ranked within nominal at the last cycle
 
     @property
     def label(self) -> str:

@@ -11,9 +11,10 @@ import pytest
 from django.contrib.auth.models import User
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 from rest_framework.test import APIClient
 
-from queues.models import Job, JobEvent, Queue
+from queues.models import Cluster, Job, JobEvent, Queue
 
 Api = Callable[[User | None], APIClient]
 MakeJob = Callable[..., Job]
@@ -214,18 +215,37 @@ def test_estimate_says_what_would_happen_and_creates_nothing(
     assert not Job.objects.exists()
 
 
-def test_queue_status_lists_pending_jobs_in_order(
-    api: Api, researcher_a: User, queue_a: Queue, job_body: Callable[..., dict[str, Any]]
+def test_queue_status_lists_pending_jobs_in_the_order_the_last_cycle_ranked_them(
+    api: Api,
+    researcher_a: User,
+    queue_a: Queue,
+    queue_b: Queue,
+    sim_cluster: Cluster,
+    job_body: Callable[..., dict[str, Any]],
+    cycle: Callable[[datetime], Any],
 ) -> None:
+    """The queue page ranks nothing itself: before a cycle the jobs have no position; after
+    one, the within-nominal job comes first although it was submitted second."""
+    sim_cluster.nodes.update(schedulable=False)  # both nodes cordoned: everything waits
     client = api(researcher_a)
-    first = client.post("/api/v1/jobs/", job_body(name="first"), format="json").json()["id"]
-    second = client.post("/api/v1/jobs/", job_body(name="second"), format="json").json()["id"]
-    response = client.get(f"/api/v1/queues/{queue_a.pk}/status/")
-    assert response.status_code == 200
-    data = response.json()
+    body = job_body(name="big", workers=2, gpus_per_worker=8)  # 16: borrows from team B
+    big = client.post("/api/v1/jobs/", body, format="json").json()["id"]
+    small = client.post("/api/v1/jobs/", job_body(name="small"), format="json").json()["id"]
+    url = f"/api/v1/queues/{queue_a.pk}/status/"
+    data = client.get(url).json()
     assert data["queue"] == "team-a/main"
     assert data["pending_count"] == 2
-    assert [(p["position"], p["job_id"]) for p in data["pending"]] == [(1, first), (2, second)]
+    assert [(p["position"], p["job_id"], p["within_nominal"]) for p in data["pending"]] == [
+        (None, big, None),
+        (None, small, None),
+    ]
+    cycle(timezone.now())
+    data = client.get(url).json()
+    assert [(p["position"], p["job_id"], p["within_nominal"]) for p in data["pending"]] == [
+        (1, small, True),
+        (2, big, False),
+    ]
+    assert data["pending"][0]["message"].startswith("#1 in queue team-a/main.")
     assert data["flavors"][0]["flavor"] == "h100"
     assert data["flavors"][0]["nominal"] == 8
 

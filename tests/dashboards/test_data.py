@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
+from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
@@ -242,11 +243,13 @@ def test_team_statuses_list_the_teams_pending_jobs_with_positions(
     team_admin_a: User,
     team_a: Team,
     flavor_h100: Flavor,
+    cycle: Callable[[datetime], Any],
 ) -> None:
     other = Queue.objects.create(team=team_a, name="batch")
     Quota.objects.create(queue=other, flavor=flavor_h100, nominal=1)
     make_job(queue=queue_a, owner=team_admin_a, name="first", submitted_at=at(0))
     make_job(queue=queue_a, owner=researcher_a, name="second", submitted_at=at(1))
+    cycle(at(2))  # no cluster: both wait, ranked by the engine
     jobs = data.team_jobs(data.team_statuses(team_a, at(2)), researcher_a.get_username())
     assert [(j.name, j.queue, j.position, j.pending_in_queue, j.mine) for j in jobs] == [
         ("first", "team-a/main", 1, 2, False),

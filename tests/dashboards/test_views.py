@@ -4,6 +4,7 @@ queries that does not grow with the data."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
 import pytest
@@ -12,9 +13,10 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
+from django.utils import timezone
 
 from dashboards.views import DASHBOARDS
-from queues.models import Job, Membership, Queue, Team
+from queues.models import Job, Membership, Node, Queue, Team
 
 pytestmark = pytest.mark.django_db
 
@@ -80,14 +82,23 @@ def test_researcher_sees_their_teams_view_and_not_another_team(
 
 @pytest.mark.usefixtures("world")
 def test_team_view_lists_the_researchers_pending_jobs_with_their_position(
-    client: Client, researcher_a: User, queue_a: Queue, make_job: Callable[..., Job]
+    client: Client,
+    researcher_a: User,
+    queue_a: Queue,
+    make_job: Callable[..., Job],
+    cycle: Callable[[datetime], Any],
 ) -> None:
     job = make_job(queue=queue_a, owner=researcher_a, name="mine")
-    response = login(client, researcher_a).get(reverse("dashboard", args=["team"]))
-    [table] = response.context["payload"]["tables"]
-    assert [f"#{job.pk} mine (yours)", "team-a/main", researcher_a.username, "1 of 1", ""] in (
-        table["rows"]
-    )
+    login(client, researcher_a)
+    [table] = client.get(reverse("dashboard", args=["team"])).context["payload"]["tables"]
+    mine = [f"#{job.pk} mine (yours)", "team-a/main", researcher_a.username]
+    assert [*mine, "not ranked yet", ""] in table["rows"]
+    Node.objects.update(schedulable=False)  # every node cordoned: it waits
+    cycle(timezone.now())  # and the engine ranks it
+    [table] = client.get(reverse("dashboard", args=["team"])).context["payload"]["tables"]
+    [row] = [row for row in table["rows"] if row[:3] == mine]
+    assert row[3] == "1 of 1"
+    assert row[4].startswith("#1 in queue team-a/main.")
 
 
 @pytest.mark.usefixtures("world")

@@ -6,7 +6,7 @@ import pytest
 
 from gpusched.engine.cycle import run_cycle
 from gpusched.engine.model import Flavor, Queue
-from gpusched.engine.quota import QuotaState
+from gpusched.engine.quota import QuotaState, lent_by_member
 from tests.gpusched.engine_builders import nodes, pending, queue, running, snapshot
 
 
@@ -143,3 +143,16 @@ def test_jobs_the_quota_can_never_hold_change_no_decision_with_or_without_explan
     assert quiet.reservation == explained.reservation
     assert quiet.reservation is not None and quiet.reservation.job == "blocked"
     assert explained.pending["never"].reason == "quota-exceeded"
+
+
+def test_what_the_borrowers_use_is_shown_as_lent_by_the_members_with_unused_lendable_nominal() -> (
+    None
+):
+    # b and c lend; a borrows 6 above its nominal 4. c can lend only 2 (its lending limit), b 8:
+    # 6 spread 8:2 -> 4.8 and 1.2 -> 5 and 1 (largest remainder)
+    quotas = {"a": (4, None), "b": (8, None), "c": (8, 2)}
+    assert lent_by_member(quotas, {"a": 10, "b": 0, "c": 0}) == {"a": 0, "b": 5, "c": 1}
+    # nobody borrows: nothing is lent
+    assert lent_by_member(quotas, {"a": 4, "b": 3}) == {"a": 0, "b": 0, "c": 0}
+    # what a member uses of its own nominal it cannot lend: b has 1 unused, c 2
+    assert lent_by_member(quotas, {"a": 7, "b": 7, "c": 0}) == {"a": 0, "b": 1, "c": 2}

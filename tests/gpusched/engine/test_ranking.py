@@ -216,3 +216,43 @@ def test_positions_follow_fair_share_and_submission_inside_a_class() -> None:
     ranked = sorted(result.pending, key=lambda name: result.pending[name].position)
     assert ranked == ["std-1", "std-2", "std-3", "low-first"]
     assert sorted(info.position for info in result.pending.values()) == [1, 2, 3, 4]
+
+
+def test_each_pending_job_carries_its_rank_in_its_queue_and_whether_it_was_within_nominal() -> None:
+    """The queue pages show these as they are: the engine is the only place that ranks."""
+    snap = snapshot(
+        nodes("n", 1, {"h100": 8}),
+        [queue("a", 8, cohort="c"), queue("b", 8, cohort="c")],
+        admitted=[running("held", "b", {"n0": 8}, gpus=8)],  # the node is full
+        pending_jobs=[
+            pending("big", "a", gpus=8, workers=2, submitted_at=0),  # 16: borrows from b
+            pending("small", "a", gpus=1, submitted_at=10),
+            pending("other", "b", gpus=1, submitted_at=5),  # b uses its 8: would borrow
+        ],
+    )
+    infos = run_cycle(snap).pending
+    ranked = {
+        name: (info.queue, info.position, info.within_nominal) for name, info in infos.items()
+    }
+    assert ranked == {
+        "small": ("a", 1, True),
+        "big": ("a", 2, False),
+        "other": ("b", 1, False),
+    }
+
+
+def test_fifo_does_not_rank_by_nominal_and_says_so() -> None:
+    snap = snapshot(
+        nodes("n", 1, {"h100": 8}),
+        [queue("a", 8, cohort="c"), queue("b", 8, cohort="c")],
+        admitted=[running("held", "b", {"n0": 8}, gpus=8)],
+        pending_jobs=[
+            pending("big", "a", gpus=8, workers=2, submitted_at=0),
+            pending("small", "a", gpus=1, submitted_at=10),
+        ],
+    )
+    infos = run_cycle(snap, "fifo").pending
+    assert [(infos[n].position, infos[n].within_nominal) for n in ("big", "small")] == [
+        (1, None),
+        (2, None),
+    ]
