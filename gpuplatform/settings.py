@@ -288,6 +288,18 @@ DEFAULT_JOB_RUNTIME = env_int("DEFAULT_JOB_RUNTIME", 3600, minimum=1)
 FAIRSHARE_HALF_LIFE = env_int("FAIRSHARE_HALF_LIFE", 7 * 24 * 3600, minimum=60)
 """Seconds after which a queue's fair-share usage history counts half (docs/SCHEDULING.md 5)."""
 
+CLUSTER_TOKEN_KEYS = env_list("CLUSTER_TOKEN_KEYS", [])
+"""Secrets (comma-separated, each at least 32 characters) that encrypt the stored cluster tokens:
+the first encrypts, all decrypt (rotation: queues/models/encrypted.py). Empty: derived from
+SECRET_KEY (`check --deploy` warns)."""
+for _key in CLUSTER_TOKEN_KEYS:
+    if len(_key) < 32:
+        raise ImproperlyConfigured(
+            f"CLUSTER_TOKEN_KEYS holds a key of {len(_key)} characters: each needs at least 32 "
+            '(for example the output of: python -c "import secrets; '
+            'print(secrets.token_urlsafe(32))").'
+        )
+
 METRICS_TOKEN = env_str("METRICS_TOKEN")
 """When set, /metrics requires the header ``Authorization: Bearer <METRICS_TOKEN>``."""
 

@@ -188,6 +188,7 @@ class ClusterAdminForm(forms.ModelForm):  # type: ignore[type-arg]
         fields = [
             "name",
             "driver",
+            "in_cluster",
             "api_url",
             "token",
             "clear_token",

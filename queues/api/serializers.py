@@ -230,6 +230,7 @@ class ClusterSerializer(ModelCleanMixin, StrictModelSerializer[Cluster]):
             "id",
             "name",
             "driver",
+            "in_cluster",
             "api_url",
             "token",
             "ca_cert",
@@ -251,7 +252,7 @@ class ClusterSerializer(ModelCleanMixin, StrictModelSerializer[Cluster]):
         }
 
     def get_has_token(self, cluster: Cluster) -> bool:
-        return bool(cluster.token)
+        return cluster.has_token
 
     def get_has_ca_cert(self, cluster: Cluster) -> bool:
         return bool(cluster.ca_cert)

@@ -178,6 +178,7 @@ class ClusterViewSet(AuditedWritesMixin, viewsets.ModelViewSet[Cluster]):
     audit_fields = (
         "name",
         "driver",
+        "in_cluster",
         "api_url",
         "token",
         "ca_cert",

@@ -27,10 +27,21 @@ def simulated_driver(cluster: Cluster, now: Callable[[], datetime]) -> ClusterDr
 
 
 def kubernetes_driver(cluster: Cluster, now: Callable[[], datetime]) -> ClusterDriver:
-    """A Kubernetes driver from the row's connection settings (URL + token, or kubeconfig)."""
+    """A Kubernetes driver from the row's connection settings: in-cluster (the pod's
+    ServiceAccount), URL + token, or kubeconfig."""
     from queues.clusters.kubernetes import KubernetesConnection, KubernetesDriver
+    from queues.models.encrypted import UndecryptableSecret
 
-    if cluster.kubeconfig_path:
+    if isinstance(cluster.token, UndecryptableSecret):
+        raise InvalidSpec(
+            "token: none of CLUSTER_TOKEN_KEYS decrypts the stored token; add the key it was "
+            "encrypted with back to CLUSTER_TOKEN_KEYS, or set the token again"
+        )
+    if cluster.in_cluster:
+        connection = KubernetesConnection(
+            in_cluster=True, ca_cert_data=cluster.ca_cert, verify_tls=cluster.verify_tls
+        )
+    elif cluster.kubeconfig_path:
         connection = KubernetesConnection(
             kubeconfig_path=cluster.kubeconfig_path,
             context=cluster.kubeconfig_context,

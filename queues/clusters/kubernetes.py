@@ -60,7 +60,10 @@ _POD_PHASES = {
 
 @dataclass(frozen=True)
 class KubernetesConnection:
-    """How to reach one cluster. Give `api_server` + `token`, or `kubeconfig_path` (+ `context`).
+    """How to reach one cluster. Give `api_server` + `token`, or `kubeconfig_path` (+ `context`),
+    or `in_cluster` (the cluster this process runs in, with its pod's ServiceAccount: the API
+    server from KUBERNETES_SERVICE_HOST/PORT, the token and CA from the mounted ServiceAccount
+    files, the token re-read as the kubelet rotates it).
 
     The token and CA data never appear in a repr or a log line.
     """
@@ -73,11 +76,18 @@ class KubernetesConnection:
     verify_tls: bool = True
     request_timeout_seconds: float = 10.0
     cluster_domain: str = "cluster.local"
+    in_cluster: bool = False
 
     def __post_init__(self) -> None:
-        if self.kubeconfig_path and (self.api_server or self.token):
+        if self.in_cluster:
+            if self.kubeconfig_path or self.api_server or self.token:
+                raise InvalidSpec(
+                    "in_cluster: uses the pod's ServiceAccount; give no api_server, token or "
+                    "kubeconfig_path"
+                )
+        elif self.kubeconfig_path and (self.api_server or self.token):
             raise InvalidSpec("kubeconfig_path: give either a kubeconfig or api_server + token")
-        if not self.kubeconfig_path:
+        if not self.kubeconfig_path and not self.in_cluster:
             if not self.api_server:
                 raise InvalidSpec("api_server: required unless kubeconfig_path is given")
             if not self.api_server.startswith(("https://", "http://")):
@@ -89,7 +99,17 @@ class KubernetesConnection:
 
     def build_api_client(self) -> k8s.ApiClient:
         configuration = k8s.Configuration()
-        if self.kubeconfig_path:
+        if self.in_cluster:
+            try:
+                k8s_config.load_incluster_config(  # type: ignore[no-untyped-call]
+                    client_configuration=configuration
+                )
+            except k8s_config.ConfigException as error:
+                raise InvalidSpec(
+                    f"in_cluster: this process does not run in a Kubernetes pod with a "
+                    f"ServiceAccount token ({error})"
+                ) from None
+        elif self.kubeconfig_path:
             try:
                 k8s_config.load_kube_config(  # type: ignore[no-untyped-call]
                     config_file=self.kubeconfig_path,

@@ -67,6 +67,7 @@ class ClusterForm(forms.ModelForm):
         fields = [
             "name",
             "driver",
+            "in_cluster",
             "api_url",
             "token",
             "kubeconfig_path",

@@ -8,6 +8,7 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
 
+from queues.models.encrypted import EncryptedTextField, UndecryptableSecret
 from queues.models.validators import dns_label, dotted_name, resource_name, validate_string_map
 
 MIG_RESOURCE_PREFIX = "nvidia.com/mig-"
@@ -175,8 +176,15 @@ class Cluster(models.Model):
 
     name = models.CharField(max_length=63, unique=True, validators=[dns_label])
     driver = models.CharField(max_length=20, choices=Driver.choices, default=Driver.SIMULATED)
+    in_cluster = models.BooleanField(
+        default=False,
+        help_text="The Kubernetes cluster the platform runs in, reached with its pod's "
+        "ServiceAccount (no URL, token or kubeconfig).",
+    )
     api_url = models.URLField(blank=True, help_text="Kubernetes API server URL.")
-    token = models.TextField(blank=True, help_text="Service-account bearer token (write-only).")
+    token = EncryptedTextField(
+        blank=True, help_text="Service-account bearer token (write-only, encrypted at rest)."
+    )
     kubeconfig_path = models.CharField(max_length=500, blank=True)
     kubeconfig_context = models.CharField(max_length=200, blank=True)
     verify_tls = models.BooleanField(default=True)
@@ -208,14 +216,36 @@ class Cluster(models.Model):
 
     @property
     def has_token(self) -> bool:
-        return bool(self.token)
+        """A token is stored (even one the configured keys cannot decrypt)."""
+        return bool(self.token) or isinstance(self.token, UndecryptableSecret)
 
     def clean(self) -> None:
+        if self.in_cluster and self.driver != self.Driver.KUBERNETES:
+            raise ValidationError({"in_cluster": "Only a Kubernetes cluster can be in-cluster."})
         if self.driver == self.Driver.KUBERNETES:
+            if self.in_cluster:
+                given = [
+                    label
+                    for label, value in (
+                        ("an API server URL", self.api_url),
+                        ("a token", self.token),
+                        ("a kubeconfig path", self.kubeconfig_path),
+                    )
+                    if value
+                ]
+                if given:
+                    raise ValidationError(
+                        {
+                            "in_cluster": "An in-cluster cluster is reached with the pod's "
+                            f"ServiceAccount: remove {' and '.join(given)}."
+                        }
+                    )
+                return
             if not self.kubeconfig_path and not (self.api_url and self.token):
                 raise ValidationError(
                     "A Kubernetes cluster needs either an API server URL and a token, "
-                    "or a kubeconfig path (and optionally a context)."
+                    "a kubeconfig path (and optionally a context), or in-cluster (the pod's "
+                    "ServiceAccount)."
                 )
             if self.token and not self.api_url:
                 raise ValidationError({"api_url": "A token needs the API server URL it is for."})
