@@ -24,7 +24,7 @@ from queues.models import Job, JobEvent, ServiceClass
 from queues.services import cycle as live_cycle
 from queues.services import submit_job
 from queues.services.snapshot import LiveSnapshot
-from tests.live.helpers import T0, build_world, later
+from tests.queues.services.helpers import T0, build_world, later
 
 pytestmark = pytest.mark.django_db
 

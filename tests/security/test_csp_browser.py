@@ -11,7 +11,7 @@ from django.contrib.auth.models import User
 
 from dashboards.views import DASHBOARDS
 from queues.models import Cluster, Queue, ServiceClass
-from tests.ui.test_browser import fill_job
+from tests.queues.views.test_browser import fill_job
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -17,10 +17,10 @@ import pytest
 
 from gpuplatform.logs import ContextFilter, JsonFormatter, TextFormatter, job_context
 from queues.models import Cluster, Node
-from tests.clusters.k8s_emulator import TOKEN, EmulatedCluster
-from tests.live.helpers import T0, later
+from tests.queues.clusters.k8s_emulator import TOKEN, EmulatedCluster
+from tests.queues.services.helpers import T0, later
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 H100 = {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3", "rack": "r1"}
 
 

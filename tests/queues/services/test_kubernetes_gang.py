@@ -13,8 +13,8 @@ import pytest
 
 from accounting.models import UsageRecord
 from queues.models import Cluster, Job, Node
-from tests.clusters.k8s_emulator import PODS, TOKEN, EmulatedCluster, validate_manifest
-from tests.live.helpers import T0, kinds, last_message, later
+from tests.queues.clusters.k8s_emulator import PODS, TOKEN, EmulatedCluster, validate_manifest
+from tests.queues.services.helpers import T0, kinds, last_message, later
 
 H100 = {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3", "rack": "r1"}
 QUOTA = (

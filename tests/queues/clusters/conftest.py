@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from queues.clusters.kubernetes import KubernetesConnection, KubernetesDriver
-from tests.clusters import k8s_emulator
-from tests.clusters.k8s_emulator import REQUEST_TIMEOUT, TOKEN, EmulatedCluster
+from tests.queues.clusters import k8s_emulator
+from tests.queues.clusters.k8s_emulator import REQUEST_TIMEOUT, TOKEN, EmulatedCluster
 
 
 @pytest.fixture()

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from django.conf import settings
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def start_django(**env: str) -> subprocess.CompletedProcess[str]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.live.helpers import T0, later
+from tests.queues.services.helpers import T0, later
 
 
 def samples(client) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:

@@ -11,7 +11,7 @@ from django.core.exceptions import ValidationError
 from queues.models import Cluster, Flavor, Job, JobEvent, Queue, Quota, ServiceClass
 from queues.services.estimate import estimate_submission
 from queues.services.queue_status import queue_status, queues_status
-from tests.ui.conftest import later
+from tests.queues.views.conftest import later
 
 pytestmark = pytest.mark.django_db
 

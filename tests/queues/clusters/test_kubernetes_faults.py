@@ -20,7 +20,7 @@ from queues.clusters.base import (
     WorkloadConflict,
 )
 from queues.clusters.kubernetes import KubernetesDriver
-from tests.clusters.k8s_emulator import PODS, EmulatedCluster
+from tests.queues.clusters.k8s_emulator import PODS, EmulatedCluster
 
 Validate = Callable[[dict[str, Any]], None]
 

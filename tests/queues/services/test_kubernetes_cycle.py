@@ -7,8 +7,8 @@ import kmock
 import pytest
 
 from queues.models import Cluster, Job, Node
-from tests.clusters.k8s_emulator import NODES, TOKEN, EmulatedCluster
-from tests.live.helpers import T0, kinds, later
+from tests.queues.clusters.k8s_emulator import NODES, TOKEN, EmulatedCluster
+from tests.queues.services.helpers import T0, kinds, later
 
 H100 = {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3", "rack": "r1"}
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.test_settings import start_django
+from tests.gpuplatform.test_settings import start_django
 
 
 def test_a_malformed_submission_rate_stops_start_up_naming_the_variable() -> None:

@@ -26,7 +26,7 @@ from queues.clusters.base import (
     node_flavor_capacity,
 )
 from queues.clusters.kubernetes import KubernetesConnection, KubernetesDriver
-from tests.clusters.k8s_emulator import (
+from tests.queues.clusters.k8s_emulator import (
     NAMESPACES,
     NODES,
     PODS,

@@ -9,7 +9,7 @@ from pathlib import Path
 from queues.models import JobEvent
 from queues.services import events
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 APPS = ("queues", "demo", "accounting", "dashboards", "audit", "gpuplatform")
 HOME = ROOT / "queues" / "services" / "events.py"
 

@@ -13,7 +13,7 @@ from django.urls import reverse
 
 from audit.models import AuditEntry
 from queues.models import Cluster, Flavor, Job, Membership, Queue, Quota, ServiceClass, Team
-from tests.ui.conftest import later
+from tests.queues.views.conftest import later
 
 pytestmark = pytest.mark.django_db
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from queues.models import Job, JobEvent
-from tests.live.helpers import T0, kinds, last_message, later
+from tests.queues.services.helpers import T0, kinds, last_message, later
 
 
 def test_submitted_job_is_admitted_runs_and_succeeds_with_events(world, submit, cycle, reload):

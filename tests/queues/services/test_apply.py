@@ -9,7 +9,7 @@ from queues.models import Job, JobEvent
 from queues.services.apply import apply_result
 from queues.services.report import CycleReport
 from queues.services.snapshot import build_snapshot
-from tests.live.helpers import T0, later
+from tests.queues.services.helpers import T0, later
 
 SNAPSHOT_QUERIES = 8
 

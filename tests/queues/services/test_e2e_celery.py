@@ -19,7 +19,7 @@ from django.db import connection
 
 from queues.models import Job, JobEvent, Node
 from queues.services import submit_job
-from tests.live.helpers import build_world
+from tests.queues.services.helpers import build_world
 
 pytestmark = pytest.mark.e2e
 

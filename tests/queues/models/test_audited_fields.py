@@ -17,7 +17,7 @@ from queues.forms import manage as forms
 from queues.models import Cohort, Flavor, Queue, Quota, ServiceClass, Team
 from queues.views.manage.generic import SECTIONS
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 APPS = ("queues", "accounting", "audit", "dashboards", "demo", "gpuplatform", "templates")
 
 

@@ -7,7 +7,7 @@ from django.core.exceptions import ValidationError
 
 from queues.models import Job
 from queues.services import submit_job
-from tests.live.helpers import kinds
+from tests.queues.services.helpers import kinds
 
 
 def test_submission_records_an_event_and_queues_a_cycle(

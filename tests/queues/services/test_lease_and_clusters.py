@@ -11,7 +11,7 @@ from queues.clusters.base import ClusterUnavailable
 from queues.clusters.factory import DRIVER_FACTORIES
 from queues.models import Cluster, Job
 from queues.services import lease, run_cycle
-from tests.live.helpers import T0, later
+from tests.queues.services.helpers import T0, later
 
 
 def test_second_holder_cannot_take_a_held_lease(db):

@@ -12,7 +12,7 @@ from django.test import Client
 from django.urls import reverse
 
 from queues.models import Cluster, Flavor, Job, Queue, ServiceClass
-from tests.ui.conftest import later
+from tests.queues.views.conftest import later
 
 pytestmark = pytest.mark.django_db
 

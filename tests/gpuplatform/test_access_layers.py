@@ -13,7 +13,7 @@ from django.contrib.auth.models import AnonymousUser, User
 
 from gpuplatform import access
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 IMPORTS_ACCESS = re.compile(r"gpuplatform\.access|from gpuplatform import .*\baccess\b")
 IMPORTS_AN_APP = re.compile(r"^\s*(from|import) (queues|accounting|audit|dashboards|demo)\b", re.M)
 

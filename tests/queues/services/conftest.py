@@ -14,7 +14,7 @@ from queues.models import (
     Job,
 )
 from queues.services import submit_job
-from tests.live.helpers import T0, build_world
+from tests.queues.services.helpers import T0, build_world
 
 
 @pytest.fixture(autouse=True)

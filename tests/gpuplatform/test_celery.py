@@ -21,7 +21,7 @@ from gpuplatform.celery import app
 from queues.models import CycleRun
 from queues.tasks import run_scheduling_cycle
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 CYCLE_TASK = "queues.tasks.run_scheduling_cycle"
 
 

@@ -8,7 +8,7 @@ from django.core.exceptions import PermissionDenied
 
 from queues.models import Job, ServiceClass
 from queues.services import cancel_job, fail_nodes, recover_nodes
-from tests.live.helpers import T0, kinds, last_message, later
+from tests.queues.services.helpers import T0, kinds, last_message, later
 
 
 def test_within_nominal_job_reclaims_gpus_from_a_borrowing_queue(world, submit, cycle, reload):
