@@ -1,20 +1,20 @@
-"""Prometheus ``/metrics``, named after Kueue's metrics so existing dashboards translate.
+"""Prometheus ``/metrics``: the platform's own ``gpuplatform_*`` families, and beside them the
+same meanings under Kueue's names and labels (queues/kueue_metrics.py) and month-to-date
+accounting (accounting/metrics.py), so dashboards built for Kueue read this platform unchanged.
 
 Everything is read from the database at scrape time (gauges from the current rows, counters and
-the cycle-duration histogram from ``MetricCounter``), so any web process gives the same answer
-whichever worker ran the cycles. Set ``METRICS_TOKEN`` to require ``Authorization: Bearer``.
+histograms from ``MetricCounter``; the reads are shared: queues/metrics_data.py), so any web
+process gives the same answer whichever worker ran the cycles. Set ``METRICS_TOKEN`` to require
+``Authorization: Bearer``.
 """
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from collections.abc import Iterator
 
 from django.conf import settings
-from django.db.models import Count, Q
 from django.http import HttpRequest, HttpResponse
-from django.utils import timezone
 from django.utils.crypto import constant_time_compare
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_client.metrics_core import (
@@ -22,13 +22,15 @@ from prometheus_client.metrics_core import (
     GaugeMetricFamily,
     HistogramMetricFamily,
     Metric,
+    SummaryMetricFamily,
 )
 
 from gpuplatform import lockout
-from queues.models import Cluster, Job, JobRuntime, MetricCounter, Node, Queue, Quota
-from queues.services.cycle import DURATION_BUCKETS
+from gpusched.engine import fairshare
+from queues import metrics_data as data
+from queues.models import Cluster, Node, Queue
+from queues.services.cycle import DURATION_BUCKETS, PHASES
 
-_LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
 COUNTERS = {
     "gpuplatform_admitted_workloads_total": (
         "Jobs admitted by the scheduling cycle, per queue.",
@@ -45,28 +47,22 @@ COUNTERS = {
     ),
 }
 DURATION = "gpuplatform_cycle_duration_seconds"
-
-
-def _labels(text: str) -> dict[str, str]:
-    return {
-        key: value.replace('\\"', '"').replace("\\\\", "\\") for key, value in _LABEL.findall(text)
-    }
-
-
-def _queue_name(queue: Queue) -> str:
-    return f"{queue.team.name}/{queue.name}"
+PHASE = "gpuplatform_cycle_phase_seconds"
 
 
 class DatabaseCollector:
-    """Builds every metric family from the database on each collect()."""
+    """Builds every ``gpuplatform_*`` family of the scheduling domain on each collect()."""
 
     def collect(self) -> Iterator[Metric]:
-        yield from self._quota_and_usage()
-        yield from self._workloads()
+        queues = data.queues()
+        yield from self._quota_and_usage(queues)
+        yield from self._workloads(queues)
         yield from self._clusters()
-        yield from self._counters()
+        counters = data.counters()
+        yield from self._counters(counters)
+        yield from self._cycle(counters)
 
-    def _quota_and_usage(self) -> Iterator[Metric]:
+    def _quota_and_usage(self, queues: list[data.QueueInfo]) -> Iterator[Metric]:
         nominal = GaugeMetricFamily(
             "gpuplatform_cluster_queue_nominal_quota",
             "Nominal (guaranteed) quota of a queue in a flavor, in units of the flavor.",
@@ -87,30 +83,31 @@ class DatabaseCollector:
             "Fair-share history H(q): GPU-equivalent-seconds, decayed with the half-life.",
             labels=["queue"],
         )
-        quotas: dict[tuple[str, str], int] = {}
-        for quota in Quota.objects.select_related("queue__team", "flavor"):
-            quotas[(_queue_name(quota.queue), quota.flavor.name)] = quota.nominal
-        for queue in Queue.objects.select_related("team"):
-            decayed.add_metric([_queue_name(queue)], queue.decayed_usage)
-        usage: dict[tuple[str, str], int] = defaultdict(int)
-        releasing = JobRuntime.objects.filter(release_at__gt=timezone.now()).values("job_id")
-        holding = Job.objects.filter(
-            Q(state__in=["admitted", "running", "preempted"]) | Q(pk__in=releasing)
-        ).select_related("queue__team", "runtime__flavor")
-        for job in holding:
-            flavor = getattr(getattr(job, "runtime", None), "flavor", None)
-            if flavor is None:
-                continue
-            workers = sum(int(c) for c in job.placement.values())
-            usage[(_queue_name(job.queue), flavor.name)] += workers * job.gpus_per_worker
-        for key in sorted(set(quotas) | set(usage)):
-            used = usage.get(key, 0)
-            nominal.add_metric(list(key), quotas.get(key, 0))
+        factor = GaugeMetricFamily(
+            "gpuplatform_queue_fair_share_factor",
+            "Slurm's fair-share factor of a queue: 2^-(usage fraction / share fraction); 0.5 "
+            "exactly at its share, above 0.5 under it.",
+            labels=["queue"],
+        )
+        weights = {
+            f"{team}/{name}": weight
+            for team, name, weight in Queue.objects.values_list("team__name", "name", "weight")
+        }
+        factors = fairshare.slurm_factors({q.name: q.decayed_usage for q in queues}, weights)
+        for queue in queues:
+            decayed.add_metric([queue.name], queue.decayed_usage)
+            factor.add_metric([queue.name], factors.get(queue.name, 0.0))
+        quotas = data.quotas()
+        held, _resources = data.usage()
+        for key in sorted(set(quotas) | set(held)):
+            quota = quotas.get(key)
+            used = held.get(key, 0)
+            nominal.add_metric(list(key), quota.nominal if quota else 0)
             usage_family.add_metric(list(key), used)
-            borrowed.add_metric(list(key), max(0, used - quotas.get(key, 0)))
-        yield from (nominal, usage_family, borrowed, decayed)
+            borrowed.add_metric(list(key), max(0, used - (quota.nominal if quota else 0)))
+        yield from (nominal, usage_family, borrowed, decayed, factor)
 
-    def _workloads(self) -> Iterator[Metric]:
+    def _workloads(self, queues: list[data.QueueInfo]) -> Iterator[Metric]:
         pending = GaugeMetricFamily(
             "gpuplatform_pending_workloads", "Jobs waiting in a queue.", labels=["queue"]
         )
@@ -119,21 +116,10 @@ class DatabaseCollector:
             "Jobs of a queue that are admitted or running.",
             labels=["queue"],
         )
-        counts = (
-            Job.objects.filter(state__in=["pending", "admitted", "running"])
-            .values("queue__team__name", "queue__name", "state")
-            .annotate(n=Count("pk"))
-        )
-        by_queue: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-        for queue in Queue.objects.select_related("team"):
-            by_queue[_queue_name(queue)]  # every queue appears, with 0
-        for row in counts:
-            name = f"{row['queue__team__name']}/{row['queue__name']}"
-            by_queue[name][row["state"]] += row["n"]
-        for name in sorted(by_queue):
-            states = by_queue[name]
-            pending.add_metric([name], states["pending"])
-            active.add_metric([name], states["admitted"] + states["running"])
+        counts = data.workloads([q.name for q in queues])
+        for name in sorted(counts):
+            pending.add_metric([name], counts[name].pending)
+            active.add_metric([name], counts[name].admitted + counts[name].running)
         yield from (pending, active)
 
     def _clusters(self) -> Iterator[Metric]:
@@ -158,29 +144,61 @@ class DatabaseCollector:
             capacity.add_metric(list(key), totals[key])
         yield from (status, capacity)
 
-    def _counters(self) -> Iterator[Metric]:
-        rows = list(MetricCounter.objects.all())
+    def _counters(self, counters: list[tuple[str, dict[str, str], float]]) -> Iterator[Metric]:
         for name, (doc, labels) in COUNTERS.items():
             family = CounterMetricFamily(name.removesuffix("_total"), doc, labels=labels)
-            for row in rows:
-                if row.name == name:
-                    values = _labels(row.labels)
-                    family.add_metric([values.get(label, "") for label in labels], row.value)
+            values: dict[tuple[str, ...], float] = defaultdict(float)
+            for row_name, row_labels, value in counters:
+                if row_name == name:  # summed over any other label (a queue on preemptions)
+                    values[tuple(row_labels.get(label, "") for label in labels)] += value
+            for key in sorted(values):
+                family.add_metric(list(key), values[key])
             yield family
+
+    def _cycle(self, counters: list[tuple[str, dict[str, str], float]]) -> Iterator[Metric]:
         bucket_values = {f"{bound:g}": 0.0 for bound in DURATION_BUCKETS}
         bucket_values["+Inf"] = 0.0
         total = 0.0
-        for row in rows:
-            if row.name == f"{DURATION}_bucket":
-                bucket_values[_labels(row.labels).get("le", "+Inf")] = row.value
-            elif row.name == f"{DURATION}_sum":
-                total = row.value
+        phase_sum: dict[str, float] = dict.fromkeys(PHASES, 0.0)
+        phase_count: dict[str, float] = dict.fromkeys(PHASES, 0.0)
+        for name, labels, value in counters:
+            if name == f"{DURATION}_bucket":
+                bucket_values[labels.get("le", "+Inf")] = value
+            elif name == f"{DURATION}_sum":
+                total = value
+            elif name == f"{PHASE}_sum":
+                phase_sum[labels.get("phase", "")] = value
+            elif name == f"{PHASE}_count":
+                phase_count[labels.get("phase", "")] = value
         buckets = sorted(bucket_values.items(), key=lambda b: float(b[0]))
         histogram = HistogramMetricFamily(
             DURATION, "Wall time of one live scheduling cycle (sync, decide, apply)."
         )
         histogram.add_metric([], buckets=buckets, sum_value=total)
         yield histogram
+        phases = SummaryMetricFamily(
+            PHASE,
+            "Wall time of each phase of the live cycles: sync (read the clusters), snapshot, "
+            "decide (the engine), apply (write the decisions and act on the clusters), "
+            "accounting (usage ledger and dashboard series).",
+            labels=["phase"],
+        )
+        for phase in phase_sum:
+            phases.add_metric(
+                [phase], count_value=phase_count.get(phase, 0.0), sum_value=phase_sum[phase]
+            )
+        yield phases
+
+
+def registry() -> CollectorRegistry:
+    from accounting.metrics import AccountingCollector
+    from queues.kueue_metrics import KueueCollector
+
+    made = CollectorRegistry(auto_describe=False)
+    made.register(DatabaseCollector())
+    made.register(AccountingCollector())
+    made.register(KueueCollector())
+    return made
 
 
 def metrics_view(request: HttpRequest) -> HttpResponse:
@@ -192,6 +210,4 @@ def metrics_view(request: HttpRequest) -> HttpResponse:
         if not constant_time_compare(given, token):
             lockout.record_failure(request)
             return HttpResponse("A valid bearer token is required.\n", status=401)
-    registry = CollectorRegistry(auto_describe=False)
-    registry.register(DatabaseCollector())
-    return HttpResponse(generate_latest(registry), content_type=CONTENT_TYPE_LATEST)
+    return HttpResponse(generate_latest(registry()), content_type=CONTENT_TYPE_LATEST)

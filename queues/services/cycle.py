@@ -16,6 +16,8 @@ from __future__ import annotations
 import logging
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime, timedelta
 
 from django.db import transaction
@@ -26,6 +28,7 @@ from dashboards.rollup import record_cycle
 from gpuplatform.logs import cycle_context
 from gpusched.engine.cycle import run_cycle as decide
 from gpusched.engine.state import EngineState
+from queues.kueue_metrics import record_admission_waits
 from queues.models import CycleRun
 from queues.services import counters, lease, observe
 from queues.services.apply import apply_result
@@ -35,6 +38,7 @@ from queues.services.snapshot import build_snapshot
 
 logger = logging.getLogger(__name__)
 
+PHASES = ("sync", "snapshot", "decide", "apply", "accounting")
 DURATION_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 
 
@@ -59,22 +63,28 @@ def _run(report: CycleReport, now: datetime | None, policy: str, worker: str) ->
         logger.info("scheduling cycle skipped: another worker holds the lease")
         return
     started = time.perf_counter()
+    phases = PhaseTimer()
     try:
-        effects = observe.sync_clusters(moment, report)
-        with transaction.atomic():
-            observe.finish_stops(moment, report)
-        live = build_snapshot(moment)
-        # a fresh engine state: every snapshot object is new, so nothing kept would be reused
-        result = decide(live.snapshot, policy, state=EngineState())
-        with transaction.atomic():
+        with phases("sync"):
+            effects = observe.sync_clusters(moment, report)
+            with transaction.atomic():
+                observe.finish_stops(moment, report)
+        with phases("snapshot"):
+            live = build_snapshot(moment)
+        with phases("decide"):
+            # a fresh engine state: every snapshot object is new, so nothing kept is reused
+            result = decide(live.snapshot, policy, state=EngineState())
+        with phases("apply"), transaction.atomic():
             lease.confirm(holder)
             effects += apply_result(live, result, report)
+            record_admission_waits(moment)  # kueue_admission_wait_time_seconds
             cycle_id = report.cycle_id
             transaction.on_commit(lambda: _carry_out(effects, now, cycle_id))
-        accrue_usage(moment)  # accounting: the usage ledger up to this cycle (accounting/ledger.py)
-        record_cycle(moment)  # dashboards: usage and capacity time series (dashboards/rollup.py)
+        with phases("accounting"):
+            accrue_usage(moment)  # the usage ledger up to this cycle (accounting/ledger.py)
+            record_cycle(moment)  # dashboards: usage and capacity series (dashboards/rollup.py)
         report.duration_seconds = time.perf_counter() - started
-        _record(report, worker or holder)
+        _record(report, worker or holder, phases.seconds)
     finally:
         lease.release(holder)
     logger.info(
@@ -100,8 +110,24 @@ def _unique(effects: list[Effect]) -> list[Effect]:
     return out
 
 
-def _record(report: CycleReport, worker: str) -> None:
-    """A ``CycleRun`` row (written once the cycle is done) and the duration histogram."""
+class PhaseTimer:
+    """``with timer("decide"): ...`` adds the block's wall time to ``seconds["decide"]``."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+
+    @contextmanager
+    def __call__(self, phase: str) -> Iterator[None]:
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[phase] = self.seconds.get(phase, 0.0) + time.perf_counter() - started
+
+
+def _record(report: CycleReport, worker: str, phases: dict[str, float]) -> None:
+    """A ``CycleRun`` row (written once the cycle is done), the duration histogram and the
+    phases' summary (``gpuplatform_cycle_phase_seconds``)."""
     duration = report.duration_seconds
     run = CycleRun.objects.create(
         started_at=report.now,
@@ -117,3 +143,6 @@ def _record(report: CycleReport, worker: str) -> None:
     counters.increment(f"{name}_bucket", le="+Inf")
     counters.increment(f"{name}_sum", duration)
     counters.increment(f"{name}_count")
+    for phase, seconds in phases.items():
+        counters.increment("gpuplatform_cycle_phase_seconds_sum", seconds, phase=phase)
+        counters.increment("gpuplatform_cycle_phase_seconds_count", phase=phase)

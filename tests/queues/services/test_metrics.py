@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from queues.models import Queue
 from tests.queues.services.helpers import T0, later
 
 
@@ -59,3 +60,21 @@ def test_metrics_require_the_token_when_one_is_configured(db, client, settings):
     ok = client.get("/metrics", HTTP_AUTHORIZATION="Bearer s3cret-scrape-token")
     assert ok.status_code == 200
     assert b"gpuplatform_pending_workloads" in ok.content
+
+
+def test_metrics_show_cycle_phases_and_fair_share_factors(world, submit, cycle, client):
+    submit(gpus=8, name="one")
+    cycle(T0)
+    cycle(later(1))
+    Queue.objects.filter(pk=world.queue_a.pk).update(decayed_usage=3600.0)
+    Queue.objects.filter(pk=world.queue_b.pk).update(decayed_usage=0.0)
+
+    values = samples(client)
+
+    for phase in ("sync", "snapshot", "decide", "apply", "accounting"):
+        assert values[("gpuplatform_cycle_phase_seconds_count", (("phase", phase),))] == 2
+        assert values[("gpuplatform_cycle_phase_seconds_sum", (("phase", phase),))] > 0
+    # all the usage, half the weight: 2^-(1 / 0.5); none of the usage: 2^0
+    factor = "gpuplatform_queue_fair_share_factor"
+    assert values[(factor, (("queue", "team-a/main"),))] == 0.25
+    assert values[(factor, (("queue", "team-b/main"),))] == 1.0
