@@ -3,7 +3,7 @@
 from django.urls import path
 from rest_framework.routers import SimpleRouter
 
-from accounting.api import views
+from accounting.api import finance, views
 
 router = SimpleRouter()
 router.register("usage", views.UsageViewSet, basename="usage")
@@ -13,5 +13,7 @@ router.register("statements", views.StatementViewSet, basename="statement")
 
 urlpatterns = [
     path("chargeback/", views.ChargebackView.as_view(), name="chargeback-api"),
+    path("allocation/", finance.AllocationView.as_view(), name="allocation-api"),
+    path("accounting/jobs/", finance.JobCostView.as_view(), name="job-costs-api"),
     *router.urls,
 ]

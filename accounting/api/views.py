@@ -27,6 +27,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounting import rating
+from accounting.api.finance import refuse_unknown
 from accounting.api.serializers import (
     ClassMultiplierSerializer,
     FlavorPriceSerializer,
@@ -35,6 +36,7 @@ from accounting.api.serializers import (
 )
 from accounting.chargeback import (
     ParameterError,
+    Period,
     Row,
     Totals,
     chargeback_report,
@@ -50,6 +52,12 @@ from gpuplatform import access
 from gpuplatform.exports import safe_cell, safe_row
 
 MEASURES = ("gpu_hours", "gpu_equivalent_hours", "cost")
+PERIOD_COLUMNS = ("period_start", "period_end")
+CHARGEBACK_QUERY = ("start", "end", "group_by", "team", "format")
+ALLOCATION_HINT = (
+    " OpenCost's window, aggregate, step, accumulate, includeIdle and shareIdle are parameters"
+    " of /api/v1/allocation/."
+)
 
 
 class CSVRenderer(BaseRenderer):
@@ -94,19 +102,23 @@ class _Echo:
         return value
 
 
-def csv_lines(rows: Iterator[Row], keys: Sequence[str], unit: str) -> Iterator[str]:
-    """Header, one line per group, and a TOTAL line; the total is summed while streaming. Cells
-    a spreadsheet would run as formulas are escaped (gpuplatform/exports.py)."""
+def csv_lines(rows: Iterator[Row], keys: Sequence[str], unit: str, period: Period) -> Iterator[str]:
+    """Header, one line per group, and a TOTAL line; the total is summed while streaming. Every
+    line ends with the period (period_start, period_end: ISO 8601, end exclusive). Cells a
+    spreadsheet would run as formulas are escaped (gpuplatform/exports.py)."""
     writer = csv.writer(_Echo())
-    yield writer.writerow(safe_row([*keys, *MEASURES, "currency"]))
+    yield writer.writerow(safe_row([*keys, *MEASURES, "currency", *PERIOD_COLUMNS]))
     total = Totals()
+    dates = [period.start.isoformat(), period.end.isoformat()]
     for row in rows:
         total.add(row.totals.gpu_hours, row.totals.gpu_equivalent_hours, row.totals.cost)
         values = row_values(row.group, row.totals)
-        yield writer.writerow(safe_row([*(values[key] for key in [*keys, *MEASURES]), unit]))
+        cells = [*(values[key] for key in [*keys, *MEASURES]), unit, *dates]
+        yield writer.writerow(safe_row(cells))
     values = row_values({}, total)
     blanks = [""] * (len(keys) - 1)
-    yield writer.writerow(safe_row(["TOTAL", *blanks, *(values[m] for m in MEASURES), unit]))
+    cells = ["TOTAL", *blanks, *(values[m] for m in MEASURES), unit, *dates]
+    yield writer.writerow(safe_row(cells))
 
 
 CHARGEBACK_PARAMETERS = [
@@ -159,6 +171,7 @@ class ChargebackView(APIView):
     content_negotiation_class = ParameterNegotiation
 
     def get(self, request: Request) -> Any:
+        refuse_unknown(request, CHARGEBACK_QUERY, ALLOCATION_HINT)
         try:
             period = parse_period(
                 request.query_params.get("start"), request.query_params.get("end"), timezone.now()
@@ -173,7 +186,8 @@ class ChargebackView(APIView):
             if request.accepted_renderer.format == "csv":
                 rows = chargeback_rows(records, period, keys, stream=True)
                 response = StreamingHttpResponse(
-                    csv_lines(rows, keys, currency()), content_type="text/csv; charset=utf-8"
+                    csv_lines(rows, keys, currency(), period),
+                    content_type="text/csv; charset=utf-8",
                 )
                 name = f"chargeback-{period.start:%Y%m%d}-{period.end:%Y%m%d}.csv"
                 response["Content-Disposition"] = f'attachment; filename="{name}"'

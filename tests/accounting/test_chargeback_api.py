@@ -109,9 +109,21 @@ def test_csv_is_streamed_with_the_same_rows_and_totals_as_json(usage, finance_us
     assert response.streaming
     assert response["Content-Type"].startswith("text/csv")
     table = list(csv.reader(io.StringIO(b"".join(response.streaming_content).decode())))
-    assert table[0] == ["team", "flavor", "gpu_hours", "gpu_equivalent_hours", "cost", "currency"]
+    assert table[0] == [
+        "team", "flavor", "gpu_hours", "gpu_equivalent_hours", "cost", "currency",
+        "period_start", "period_end",
+    ]  # fmt: skip
+    period = ["2026-03-01T00:00:00+00:00", "2026-04-01T00:00:00+00:00"]
     assert table[1:-1] == [
-        [r["team"], r["flavor"], r["gpu_hours"], r["gpu_equivalent_hours"], r["cost"], "USD"]
+        [
+            r["team"],
+            r["flavor"],
+            r["gpu_hours"],
+            r["gpu_equivalent_hours"],
+            r["cost"],
+            "USD",
+            *period,
+        ]
         for r in json_body["rows"]
     ]
     totals = json_body["totals"]
@@ -122,6 +134,7 @@ def test_csv_is_streamed_with_the_same_rows_and_totals_as_json(usage, finance_us
         totals["gpu_equivalent_hours"],
         totals["cost"],
         "USD",
+        *period,
     ]
 
 
@@ -268,3 +281,19 @@ def test_format_csv_wins_over_an_accept_json_header(usage, finance_user):
     response = client.get(URL, MARCH | {"format": "csv"}, HTTP_ACCEPT="application/json")
 
     assert response.streaming
+
+
+@pytest.mark.parametrize(
+    ("params", "named"),
+    [
+        ({"window": "7d", "aggregate": "namespace"}, ["aggregate", "window"]),
+        ({"step": "day"}, ["step"]),
+        ({"page_size": "10"}, ["page_size"]),
+    ],
+)
+def test_unknown_parameters_are_a_400_pointing_to_the_allocation_api(finance_user, params, named):
+    response = get(finance_user, **params)
+
+    assert response.status_code == 400
+    assert sorted(response.json()) == named
+    assert all("/api/v1/allocation/" in response.json()[name][0] for name in named)

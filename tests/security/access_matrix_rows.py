@@ -102,6 +102,8 @@ PAGES: dict[str, str] = {
 }
 
 API: dict[str, str] = {
+    "GET /api/v1/accounting/jobs/": "401 200 200 200 200 200 200",
+    "GET /api/v1/allocation/": "401 400 400 400 400 400 400",
     "GET /api/v1/chargeback/": "401 200 200 200 200 200 200",
     "GET /api/v1/class-multipliers/": "401 403 403 403 403 200 200",
     "POST /api/v1/class-multipliers/": "401 403 403 403 403 403 400",
@@ -212,6 +214,10 @@ LISTS: dict[str, tuple[tuple[str, ...], str]] = {
     "/api/v1/statements/": (("statement_a", "statement_b"),
         "- - - statement_a - statement_a,statement_b statement_a,statement_b"),
     "/api/v1/chargeback/": (("team-a", "team-b"),
+        "- - team-a team-a team-b team-a,team-b team-a,team-b"),
+    "/api/v1/accounting/jobs/": (("team-a", "team-b"),
+        "- - team-a team-a team-b team-a,team-b team-a,team-b"),
+    "/api/v1/allocation/": (("team-a", "team-b"),
         "- - team-a team-a team-b team-a,team-b team-a,team-b"),
     "/api/v1/cohorts/": (("cohort",), "- cohort cohort cohort cohort cohort cohort"),
     "/api/v1/flavors/": (("flavor",), "- flavor flavor flavor flavor flavor flavor"),
