@@ -14,7 +14,8 @@ from rest_framework.test import APIClient
 from accounting.allocation import Period, parse_step, parse_window, steps
 from accounting.chargeback import ParameterError
 from accounting.ledger import accrue_usage
-from queues.models import Node
+from dashboards.models import ONE_HOUR, CapacitySample
+from queues.models import Cluster, Node
 from tests.accounting.helpers import at
 
 URL = "/api/v1/allocation/"
@@ -243,3 +244,39 @@ def test_unknown_or_bad_parameters_are_a_400_naming_them(finance_user, params, n
 
     assert response.status_code == 400
     assert sorted(response.json()) == named
+
+
+def test_idle_on_a_past_period_comes_from_the_recorded_capacity_not_todays_nodes(
+    usage, node, cluster, flavor_h100, finance_user
+):
+    """The cluster had 16 GPUs from 09:00 to 11:00 (samples), 8 from 11:00; today it has 8."""
+    for hour, gpus in ((8, 16), (9, 16), (10, 16), (11, 8), (12, 8)):
+        CapacitySample.objects.create(
+            bucket_start=at(0).replace(hour=hour), bucket_seconds=ONE_HOUR, cluster=cluster,
+            flavor=flavor_h100, capacity_gpu_equivalent=gpus, failed_gpu_equivalent=0,
+        )  # fmt: skip
+
+    body = get(finance_user, window=FOUR_HOURS, includeIdle="true", step="2h").json()
+
+    # 09-11: 16 - 6 and 16 - 7 idle = 19 GPU-h; 11-13: 8 - 5 twice = 6 GPU-h; at 2.00
+    idle = [one["__idle__"] for one in body["data"]]
+    assert [(i["gpuHours"], i["totalCost"]) for i in idle] == [(19, 38), (6, 12)]
+    shared = get(finance_user, window=FOUR_HOURS, shareIdle="true").json()["data"][0]
+    assert sum(Decimal(str(item["sharedCost"])) for item in shared.values()) == Decimal("50.00")
+
+
+def test_an_hour_without_a_sample_of_a_flavor_sampled_elsewhere_had_no_capacity(
+    usage, node, cluster, flavor_h100, finance_user
+):
+    """Samples at 09:00 (8 GPUs) and 11:00 (8 GPUs); at 10:00 only another cluster's."""
+    other = Cluster.objects.create(name="other", driver=Cluster.Driver.SIMULATED)
+    for hour, where in ((9, cluster), (10, other), (11, cluster), (12, cluster)):
+        CapacitySample.objects.create(
+            bucket_start=at(0).replace(hour=hour), bucket_seconds=ONE_HOUR, cluster=where,
+            flavor=flavor_h100, capacity_gpu_equivalent=8, failed_gpu_equivalent=0,
+        )  # fmt: skip
+
+    body = get(finance_user, window=FOUR_HOURS, includeIdle="true", aggregate="cluster").json()
+
+    # sim: 09-10 8 - 6 = 2; 10-11 none; 11-13 3 + 3: 8 GPU-h; other: 8 GPU-h from 10:00 to 11:00
+    assert body["data"][0]["__idle__"]["gpuHours"] == 16
