@@ -115,7 +115,8 @@ def visible_memberships(user: User) -> QuerySet[Membership]:
 
 # --- accounting (usage ledger, chargeback, statements, prices) --------------------------------
 # Finance and platform admins read every team's usage, charges, statements and the prices
-# (is_platform_admin_or_finance); only platform admins set prices, multipliers and budgets.
+# (is_platform_admin_or_finance); only platform admins set prices and multipliers; finance and
+# platform admins set budgets and add statement adjustments.
 
 
 def filter_visible_usage(records: QuerySet[Any], user: User) -> QuerySet[Any]:
@@ -126,6 +127,13 @@ def filter_visible_usage(records: QuerySet[Any], user: User) -> QuerySet[Any]:
     if not user.is_authenticated:
         return records.none()
     return records.filter(Q(team__in=admin_teams(user)) | Q(user=user, team__in=member_teams(user)))
+
+
+def filter_visible_budgets(budgets: QuerySet[Any], user: User) -> QuerySet[Any]:
+    """Budgets: all for finance and platform admins; their teams' for team admins."""
+    if is_platform_admin_or_finance(user):
+        return budgets
+    return budgets.filter(team__in=admin_teams(user))
 
 
 def filter_visible_statements(statements: QuerySet[Any], user: User) -> QuerySet[Any]:

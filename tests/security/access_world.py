@@ -15,7 +15,14 @@ from typing import Any
 from django.contrib.auth.models import User
 from rest_framework.test import APIClient
 
-from accounting.models import ClassMultiplier, FlavorPrice, Statement, UsageRecord
+from accounting.models import (
+    Budget,
+    ClassMultiplier,
+    FlavorPrice,
+    Statement,
+    StatementLine,
+    UsageRecord,
+)
 from queues.models import Cluster, Cohort, Flavor, Job, Membership, Node, Queue, ServiceClass, Team
 from tokens.models import ApiToken
 
@@ -47,6 +54,13 @@ def _usage(job: Job, owner: User, cluster: Cluster, flavor: Flavor) -> UsageReco
     )  # fmt: skip
 
 
+def _adjustment(statement: Statement) -> int:
+    line = StatementLine.objects.create(
+        statement=statement, kind=StatementLine.Kind.ADJUSTMENT, description="credit", cost=-5
+    )
+    return int(line.pk)
+
+
 def build_world(users: dict[str, User], fixtures: dict[str, Any]) -> dict[str, int]:
     """Everything the matrix names, from the conftest personas and world (``fixtures``)."""
     queue_a: Queue = fixtures["queue_a"]
@@ -68,6 +82,8 @@ def build_world(users: dict[str, User], fixtures: dict[str, Any]) -> dict[str, i
         service_class=fixtures["service_class_std"], multiplier=Decimal(1),
         effective_from=datetime(2026, 1, 1, tzinfo=UTC),
     )  # fmt: skip
+    statement_a = Statement.objects.create(team=team_a, month=date(2026, 3, 1))
+    statement_b = Statement.objects.create(team=team_b, month=date(2026, 3, 1))
     return {
         "job_a": job_a.pk,
         "job_b": job_b.pk,
@@ -80,8 +96,12 @@ def build_world(users: dict[str, User], fixtures: dict[str, Any]) -> dict[str, i
         "token_a": token.pk,
         "usage_a": _usage(job_a, users["researcher_a"], cluster, flavor).pk,
         "usage_b": _usage(job_b, users["researcher_b"], cluster, flavor).pk,
-        "statement_a": Statement.objects.create(team=team_a, month=date(2026, 3, 1)).pk,
-        "statement_b": Statement.objects.create(team=team_b, month=date(2026, 3, 1)).pk,
+        "statement_a": statement_a.pk,
+        "statement_b": statement_b.pk,
+        "adjustment_a": _adjustment(statement_a),
+        "adjustment_b": _adjustment(statement_b),
+        "budget_a": Budget.objects.create(team=team_a, month=date(2026, 3, 1), amount=100).pk,
+        "budget_b": Budget.objects.create(team=team_b, month=date(2026, 3, 1), amount=100).pk,
         "cohort": Cohort.objects.get().pk,
         "flavor": flavor.pk,
         "service_class": ServiceClass.objects.get().pk,

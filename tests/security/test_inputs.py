@@ -5,6 +5,7 @@ parameter (API and pages)."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import date
 from typing import Any
 
 import pytest
@@ -26,7 +27,10 @@ def world(
     platform_admin: User,
 ) -> None:  # fmt: skip
     make_job(queue=queue_a, owner=researcher_a)
+    from accounting.models import Budget
     from tokens.models import ApiToken
+
+    Budget.objects.create(team=queue_a.team, month=date(2026, 3, 1), amount=100)
 
     ApiToken.issue(user=platform_admin, name="ci")
 
