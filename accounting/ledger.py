@@ -15,6 +15,10 @@ accrual reads the job and its events since the open row's start and
   the new worker count from that moment);
 - closes it at each UTC month boundary it passes and opens the next one there;
 - opens a row from `started_at` for a running job that has none (the job's run began).
+Only the jobs that changed since the last accrual are read (a run began, stopped or scaled; an
+open row not as the last accrual left it; see `_changed_jobs`); every other open row ends at the
+last accrual and is extended to `now` by one set-based UPDATE. An accrual's queries do not grow
+with the running jobs; one that passes a UTC month boundary reads every open row (to cut it).
 Idempotent: rows are keyed by (job, start) (unique constraint), a row is only ever written while
 open (conditional UPDATE on `closed=False`), so re-running an accrual at the same or a later
 moment never double-counts. A row is priced once, when it closes (`accounting.rating.rate`).
@@ -32,6 +36,7 @@ from decimal import Decimal
 from typing import Any
 
 from django.db import transaction
+from django.db.models import F, Q
 
 from accounting import rating
 from accounting.models import AccrualMark, UsageRecord
@@ -314,36 +319,90 @@ def accrue_usage(now: datetime) -> AccrualReport:
     with transaction.atomic():
         mark, _ = AccrualMark.objects.select_for_update().get_or_create(name=LEDGER_MARK)
         since = mark.at
-        open_rows = {row.job_id: row for row in UsageRecord.objects.filter(closed=False)}
-        begun = JobEvent.objects.filter(kind=Kind.STARTED, at__lte=now)
-        if since is not None:
-            begun = begun.filter(at__gte=since)
-        running = Job.objects.filter(
-            state=Job.State.RUNNING, started_at__isnull=False, started_at__lte=now
-        ).values_list("pk", flat=True)
-        job_ids = set(open_rows) | set(running) | set(begun.values_list("job_id", flat=True))
+        whole = since is None or rating.next_month_start(since) <= now
+        job_ids = _every_job(since, now) if whole else _changed_jobs(since, now)
         if job_ids:
-            events: dict[int, list[JobEvent]] = defaultdict(list)
-            for item in JobEvent.objects.filter(
-                job_id__in=job_ids, kind__in=TIMELINE_KINDS, at__lte=now
-            ).order_by("at", "pk"):
-                events[item.job_id].append(item)
-            existing = {
-                (row.job_id, row.start): row
-                for row in UsageRecord.objects.filter(job_id__in=job_ids).only(
-                    "pk", "job_id", "start", "closed"
-                )
-            }
-            writer = _Writer(now, report, existing)
-            jobs = Job.objects.filter(pk__in=job_ids).select_related("queue", "runtime")
-            for job in jobs.order_by("pk"):
-                open_row = open_rows.get(job.pk)
-                segments = job_segments(job, open_row, events[job.pk], now, since)
-                writer.write(job, open_row, segments, events[job.pk])
-            UsageRecord.objects.bulk_create(writer.new, batch_size=500)
+            _accrue_jobs(job_ids, now, since, report)
+        if since is not None and not whole and now > since:
+            report.extended += _extend_unchanged(since, now)
         if since is None or now > since:
             AccrualMark.objects.filter(name=LEDGER_MARK).update(at=now)
     from accounting.budgets import check_budgets
 
     check_budgets(now)
     return report
+
+
+def _every_job(since: datetime | None, now: datetime) -> set[int]:
+    """Every job with an open row, running, or whose run began since the last accrual (the
+    first accrual: ever), for the first accrual and one that passes a month boundary (each open
+    row is cut there)."""
+    begun = JobEvent.objects.filter(kind=Kind.STARTED, at__lte=now)
+    if since is not None:
+        begun = begun.filter(at__gte=since)
+    running = Job.objects.filter(
+        state=Job.State.RUNNING, started_at__isnull=False, started_at__lte=now
+    ).values_list("pk", flat=True)
+    opened = UsageRecord.objects.filter(closed=False).values_list("job_id", flat=True)
+    return set(opened) | set(running) | set(begun.values_list("job_id", flat=True))
+
+
+def _changed_jobs(since: datetime, now: datetime) -> set[int]:
+    """The jobs whose rows may need more than an extension to `now`: a run began, stopped or
+    scaled since the last accrual; an open row whose job no longer runs, or runs since a later
+    start (restarted), or that was not extended to the last accrual; a running job without an
+    open row. Three queries, whatever the number of running jobs."""
+    events = JobEvent.objects.filter(
+        kind__in=(*JobEvent.RUN_ENDS, Kind.SCALED, Kind.STARTED), at__gte=since, at__lte=now
+    ).values_list("job_id", flat=True)
+    stale = (
+        UsageRecord.objects.filter(closed=False)
+        .filter(
+            ~Q(end=since)
+            | ~Q(job__state=Job.State.RUNNING)
+            | Q(job__started_at__isnull=True)
+            | Q(job__started_at__gt=F("start"))
+        )
+        .values_list("job_id", flat=True)
+    )
+    unrecorded = (
+        Job.objects.filter(state=Job.State.RUNNING, started_at__isnull=False, started_at__lte=now)
+        .exclude(pk__in=UsageRecord.objects.filter(closed=False).values("job_id"))
+        .values_list("pk", flat=True)
+    )
+    return set(events) | set(stale) | set(unrecorded)
+
+
+def _extend_unchanged(since: datetime, now: datetime) -> int:
+    """Extend every other open row from the last accrual to `now` in one UPDATE: such a row
+    ends at `since` and its seconds are end - start, so both move by the same amount."""
+    return UsageRecord.objects.filter(closed=False, end=since).update(
+        end=now, seconds=F("seconds") + exact_seconds(now - since)
+    )
+
+
+def _accrue_jobs(
+    job_ids: set[int], now: datetime, since: datetime | None, report: AccrualReport
+) -> None:
+    """Read these jobs, their open rows and timelines, and write their segments."""
+    open_rows = {
+        row.job_id: row for row in UsageRecord.objects.filter(closed=False, job_id__in=job_ids)
+    }
+    events: dict[int, list[JobEvent]] = defaultdict(list)
+    for item in JobEvent.objects.filter(
+        job_id__in=job_ids, kind__in=TIMELINE_KINDS, at__lte=now
+    ).order_by("at", "pk"):
+        events[item.job_id].append(item)
+    existing = {
+        (row.job_id, row.start): row
+        for row in UsageRecord.objects.filter(job_id__in=job_ids).only(
+            "pk", "job_id", "start", "closed"
+        )
+    }
+    writer = _Writer(now, report, existing)
+    jobs = Job.objects.filter(pk__in=job_ids).select_related("queue", "runtime")
+    for job in jobs.order_by("pk"):
+        open_row = open_rows.get(job.pk)
+        segments = job_segments(job, open_row, events[job.pk], now, since)
+        writer.write(job, open_row, segments, events[job.pk])
+    UsageRecord.objects.bulk_create(writer.new, batch_size=500)

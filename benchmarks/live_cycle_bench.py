@@ -9,7 +9,11 @@ generated world (one simulated cluster, ``--nodes`` nodes of 8 GPUs, ``--queues`
 
 - the first cycle (it admits what fits and explains every job left pending);
 - ``--cycles`` steady-state cycles (the cluster full, every job still pending) as cycles/second;
-- one steady-state cycle split into its phases: sync, snapshot, engine, apply.
+- one steady-state cycle split into its phases: sync, snapshot, engine, apply;
+- the queries of one steady-state cycle, and of its ledger accrual alone (``accrue_usage``).
+
+``--gpus 1`` makes every job one worker of one GPU (with ``--nodes`` large enough, everything
+runs: the accrual and launch paths at N running jobs).
 
 Nothing here is a test: it prints numbers. DESTROYS the scheduling data of the database it uses,
 so give it a database of its own (the default, ``gpuplatform_live_bench``, is created if missing).
@@ -23,8 +27,11 @@ import random
 import statistics
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -58,7 +65,9 @@ def setup_django(url: str) -> None:
     call_command("migrate", verbosity=0)
 
 
-def build_world(nodes: int, queues: int, cohorts: int, jobs: int, seed: int) -> None:
+def build_world(
+    nodes: int, queues: int, cohorts: int, jobs: int, seed: int, gpus: int | None = None
+) -> None:
     from django.contrib.auth.models import User
     from django.db import transaction
 
@@ -134,7 +143,7 @@ def build_world(nodes: int, queues: int, cohorts: int, jobs: int, seed: int) -> 
         start = datetime(2026, 1, 1, tzinfo=UTC)
         job_rows = []
         for j in range(jobs):
-            workers = rng.choice([1, 1, 1, 2, 4, 8])
+            workers = 1 if gpus else rng.choice([1, 1, 1, 2, 4, 8])
             job_rows.append(
                 Job(
                     owner=owner,
@@ -143,7 +152,7 @@ def build_world(nodes: int, queues: int, cohorts: int, jobs: int, seed: int) -> 
                     name=f"job-{j}",
                     image="pytorch/pytorch:2.4.0",
                     workers=workers,
-                    gpus_per_worker=rng.choice([1, 2, 4, 8]) if workers == 1 else 8,
+                    gpus_per_worker=gpus or (rng.choice([1, 2, 4, 8]) if workers == 1 else 8),
                     submitted_at=start + timedelta(seconds=j),
                     estimated_runtime=rng.choice([None, 1800, 3600, 4 * 3600]),
                     duration_hint=10**6,  # long: nothing finishes during the benchmark
@@ -159,6 +168,19 @@ def build_world(nodes: int, queues: int, cohorts: int, jobs: int, seed: int) -> 
         JobRuntime.objects.bulk_create((JobRuntime(job=job) for job in job_rows), batch_size=2000)
 
 
+@contextmanager
+def counting(connection: Any) -> Iterator[list[int]]:
+    """Count the queries run inside the block (no query log: it keeps only 9,000)."""
+    count = [0]
+
+    def wrapper(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+        count[0] += 1
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(wrapper):
+        yield count
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=5000)
@@ -167,6 +189,7 @@ def main() -> int:
     parser.add_argument("--cohorts", type=int, default=4)
     parser.add_argument("--cycles", type=int, default=10)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--gpus", type=int, default=None, help="every job: 1 worker x this")
     args = parser.parse_args()
     url = os.environ.get("DATABASE_URL") or DEFAULT_URL
     if url.startswith(("postgres://", "postgresql://")):
@@ -175,6 +198,7 @@ def main() -> int:
 
     from django.db import connection, reset_queries, transaction
 
+    from accounting.ledger import accrue_usage
     from gpusched.engine.cycle import run_cycle as decide
     from queues.models import Job
     from queues.services import build_snapshot, run_cycle
@@ -184,7 +208,7 @@ def main() -> int:
 
     print(f"database: {connection.vendor} {connection.settings_dict['NAME']}")
     t = time.perf_counter()
-    build_world(args.nodes, args.queues, args.cohorts, args.jobs, args.seed)
+    build_world(args.nodes, args.queues, args.cohorts, args.jobs, args.seed, args.gpus)
     print(
         f"world: {args.jobs} pending jobs, {args.nodes} nodes x 8 GPUs, {args.queues} queues "
         f"in {args.cohorts} cohorts (built in {time.perf_counter() - t:.1f} s)"
@@ -217,6 +241,19 @@ def main() -> int:
         f"mean {mean * 1000:.0f} ms, max {max(durations) * 1000:.0f} ms, "
         f"{1 / mean:.2f} cycles/s; this process's CPU {cpu_per_cycle * 1000:.0f} ms per cycle "
         "(the rest is waiting for PostgreSQL and for the machine's other load)"
+    )
+
+    now += timedelta(seconds=1)
+    with counting(connection) as cycle_queries:
+        run_cycle(now=now)
+    now += timedelta(seconds=1)
+    with counting(connection) as accrual_queries:
+        t = time.perf_counter()
+        accrue_usage(now)
+        accrual = time.perf_counter() - t
+    print(
+        f"queries of one steady-state cycle: {cycle_queries[0]}; of one accrual alone: "
+        f"{accrual_queries[0]} ({accrual * 1000:.0f} ms)"
     )
 
     now += timedelta(seconds=1)

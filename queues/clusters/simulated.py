@@ -15,11 +15,12 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from queues.clusters.base import (
     ClusterState,
+    DriverError,
     InvalidSpec,
     LaunchSpec,
     NodeInfo,
@@ -154,24 +155,39 @@ class SimulatedDriver:
 
     # -- writing -------------------------------------------------------------------------------
     def launch(self, spec: LaunchSpec) -> None:
-        if not spec.workers:
-            raise InvalidSpec("workers: a launch needs at least one worker")
-        existing = SimulatedWorkload.objects.filter(
-            cluster_id=self.cluster_id, job_id=spec.job_id
-        ).first()
-        if existing is not None:
-            if existing.stop_requested_at is not None:
-                raise WorkloadConflict(
-                    f"job {spec.job_id}: the workers of its previous run are still terminating"
-                )
-            return  # already launched as asked: launching is idempotent
-        job = Job.objects.filter(pk=int(spec.job_id)).first()
-        if job is None:
-            raise InvalidSpec(f"job_id: no job {spec.job_id} exists")
-        run_seconds, fails = planned_run(job, self.failure_rate)
-        try:
-            with transaction.atomic():
-                SimulatedWorkload.objects.create(
+        error = self.launch_many([spec]).get(spec.job_id)
+        if error is not None:
+            raise error
+
+    def launch_many(self, specs: list[LaunchSpec]) -> dict[str, DriverError]:
+        """Launch these jobs: two reads, one insert, one commit. A job refused is left out and
+        its error returned (by job id); the others launch. Idempotent like ``launch``."""
+        ids = [spec.job_id for spec in specs]
+        existing = {
+            w.job_id: w
+            for w in SimulatedWorkload.objects.filter(cluster_id=self.cluster_id, job_id__in=ids)
+        }
+        jobs = Job.objects.in_bulk([int(i) for i in ids if i.isdigit()])
+        errors: dict[str, DriverError] = {}
+        rows: list[SimulatedWorkload] = []
+        for spec in specs:
+            if not spec.workers:
+                errors[spec.job_id] = InvalidSpec("workers: a launch needs at least one worker")
+                continue
+            previous = existing.get(spec.job_id)
+            if previous is not None:
+                if previous.stop_requested_at is not None:
+                    errors[spec.job_id] = WorkloadConflict(
+                        f"job {spec.job_id}: the workers of its previous run are still terminating"
+                    )
+                continue  # already launched as asked: launching is idempotent
+            job = jobs.get(int(spec.job_id)) if spec.job_id.isdigit() else None
+            if job is None:
+                errors[spec.job_id] = InvalidSpec(f"job_id: no job {spec.job_id} exists")
+                continue
+            run_seconds, fails = planned_run(job, self.failure_rate)
+            rows.append(
+                SimulatedWorkload(
                     cluster_id=self.cluster_id,
                     job_id=spec.job_id,
                     team=spec.team,
@@ -180,8 +196,10 @@ class SimulatedDriver:
                     run_seconds=run_seconds,
                     fails=fails,
                 )
-        except IntegrityError:
-            return  # a concurrent launch of the same job won: fine
+            )
+        with transaction.atomic():  # a concurrent launch of the same job won: fine
+            SimulatedWorkload.objects.bulk_create(rows, batch_size=1000, ignore_conflicts=True)
+        return errors
 
     def stop(self, job_id: str, namespace: str, grace_period_seconds: int) -> None:
         if grace_period_seconds < 0:

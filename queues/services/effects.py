@@ -128,35 +128,98 @@ def _run_on_cluster(cluster: Cluster, effects: list[Effect], now: datetime | Non
                 "queue__team", "service_class", "runtime__flavor"
             )
         }
-        for effect in effects:
+        batched = getattr(driver, "launch_many", None) is not None
+        launches: list[Effect] = []  # consecutive launches, carried out as one batch
+        for effect in [*effects, None]:
+            if batched and effect is not None and effect.action == "launch":
+                launches.append(effect)
+                continue
+            if launches and not _launch_batch(driver, cluster, launches, jobs, now):
+                return
+            launches = []
+            if effect is None:
+                break
             with job_context(effect.job_id):  # in the log lines of the driver's calls too
                 try:
                     _run_one(driver, effect, jobs.get(effect.job_id))
-                except ClusterUnavailable as error:
-                    mark_degraded(cluster, f"{effect.action} of job {effect.job_id}: {error}")
-                    return  # the rest would fail the same way; the next cycle retries
-                except WorkloadConflict as error:
-                    logger.info("%s of job %s waits: %s", effect.action, effect.job_id, error)
-                except QuotaExceeded as error:  # the job's, not the cluster's: it stays healthy
-                    if _requeue(effect, jobs.get(effect.job_id), str(error), now):
-                        _remove_workers(driver, cluster, jobs[effect.job_id])
                 except DriverError as error:
-                    if _reject(effect, jobs.get(effect.job_id), str(error), now):
-                        _remove_workers(driver, cluster, jobs[effect.job_id])
+                    if not _failed(driver, cluster, effect, jobs.get(effect.job_id), error, now):
+                        return
     finally:
         driver.close()
+
+
+def _failed(
+    driver: ClusterDriver,
+    cluster: Cluster,
+    effect: Effect,
+    job: Job | None,
+    error: DriverError,
+    now: datetime | None,
+) -> bool:
+    """Deal with one effect's error; False when the cluster is unreachable (the rest would
+    fail the same way; the next cycle retries)."""
+    if isinstance(error, ClusterUnavailable):
+        mark_degraded(cluster, f"{effect.action} of job {effect.job_id}: {error}")
+        return False
+    if isinstance(error, WorkloadConflict):
+        logger.info("%s of job %s waits: %s", effect.action, effect.job_id, error)
+    elif isinstance(error, QuotaExceeded):  # the job's, not the cluster's: it stays healthy
+        if _requeue(effect, job, str(error), now) and job is not None:
+            _remove_workers(driver, cluster, job)
+    elif _reject(effect, job, str(error), now) and job is not None:
+        _remove_workers(driver, cluster, job)
+    return True
+
+
+def _launch_batch(
+    driver: ClusterDriver,
+    cluster: Cluster,
+    effects: list[Effect],
+    jobs: dict[int, Job],
+    now: datetime | None,
+) -> bool:
+    """Launch these jobs with one call of the driver's ``launch_many`` (its reads, inserts and
+    commit done once); a job it refuses fails alone, as if launched by itself. False when the
+    cluster is unreachable."""
+    specs = [spec for e in effects if (spec := _spec(jobs.get(e.job_id))) is not None]
+    if not specs:
+        return True
+    try:
+        errors = driver.launch_many(specs)  # type: ignore[attr-defined]
+    except ClusterUnavailable as error:
+        mark_degraded(cluster, f"launch of {len(specs)} jobs: {error}")
+        return False
+    for effect in effects:
+        error = errors.get(str(effect.job_id))
+        if error is None:
+            continue
+        with job_context(effect.job_id):
+            if not _failed(driver, cluster, effect, jobs.get(effect.job_id), error, now):
+                return False
+    return True
+
+
+def _spec(job: Job | None) -> LaunchSpec | None:
+    """What to launch for the job, read with it (None: nothing to start)."""
+    if job is None or job.state not in (Job.State.ADMITTED, Job.State.RUNNING):
+        return None  # it ended or was stopped meanwhile: nothing to start
+    try:
+        runtime = job.runtime
+    except JobRuntime.DoesNotExist:
+        return None
+    if runtime.flavor is None or not runtime.worker_nodes:
+        return None
+    return launch_spec(job, runtime)
 
 
 def _run_one(driver: ClusterDriver, effect: Effect, job: Job | None) -> None:
     if effect.action == "stop":
         driver.stop(str(effect.job_id), effect.namespace, effect.grace)
         return
-    if job is None or job.state not in (Job.State.ADMITTED, Job.State.RUNNING):
-        return  # it ended or was stopped meanwhile: nothing to start
-    runtime = JobRuntime.objects.filter(job=job).select_related("flavor").first()
-    if runtime is None or runtime.flavor is None or not runtime.worker_nodes:
+    spec = _spec(job)
+    if spec is None:
         return
-    spec = launch_spec(job, runtime)
     if effect.action == "launch":
         driver.launch(spec)
     else:

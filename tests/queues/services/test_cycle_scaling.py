@@ -1,0 +1,135 @@
+"""A cycle's queries grow with what changes, not with what runs (issue 27): a steady cycle reads
+and writes as much with 14 running jobs as with 2, launches go to the driver in one batch, and a
+job the cluster refuses in a batch fails alone."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from queues.clusters.base import QuotaExceeded, RequestRejected, WorkloadConflict
+from queues.clusters.factory import DRIVER_FACTORIES
+from queues.models import Job, SimulatedWorkload
+from queues.services.effects import launch, run_effects
+from tests.queues.services.helpers import later
+
+
+def running(count: int, submit: Callable[..., Job], cycle: Callable[..., Any], at: float) -> None:
+    for i in range(count):
+        submit(gpus=1, name=f"job-{at}-{i}", team="ab"[i % 2], at=later(at))
+    cycle(later(at + 1))  # admitted and launched
+    cycle(later(at + 2))  # started
+    cycle(later(at + 3))  # the ledger opened their rows
+
+
+def steady_cycle_queries(cycle: Callable[..., Any], at: float) -> int:
+    with CaptureQueriesContext(connection) as queries:
+        cycle(later(at))
+    return len(queries)
+
+
+def test_a_steady_cycle_runs_as_many_queries_with_14_running_jobs_as_with_2(world, submit, cycle):
+    running(2, submit, cycle, at=0)
+    with_two = steady_cycle_queries(cycle, 10)
+    assert steady_cycle_queries(cycle, 11) == with_two
+
+    running(12, submit, cycle, at=20)
+    assert Job.objects.filter(state=Job.State.RUNNING).count() == 14
+
+    assert steady_cycle_queries(cycle, 30) == with_two
+    assert steady_cycle_queries(cycle, 31) == with_two
+
+
+def admitted(count: int, submit: Callable[..., Job]) -> list[Job]:
+    """``count`` admitted jobs whose launches did not happen (the side effects are dropped)."""
+    jobs = [submit(gpus=1, name=f"job-{i}", team="ab"[i % 2]) for i in range(count)]
+    from queues.services import run_cycle
+
+    run_cycle(now=later(1))  # no on_commit callbacks run: nothing launched yet
+    assert all(Job.objects.get(pk=j.pk).state == Job.State.ADMITTED for j in jobs)
+    return list(Job.objects.filter(pk__in=[j.pk for j in jobs]).order_by("pk"))
+
+
+def launch_queries(jobs: list[Job]) -> int:
+    with CaptureQueriesContext(connection) as queries:
+        run_effects([launch(job) for job in jobs], later(2))
+    return len(queries)
+
+
+def test_launches_of_2_or_12_jobs_run_the_same_queries(world, submit):
+    jobs = admitted(14, submit)
+
+    few = launch_queries(jobs[:2])
+    many = launch_queries(jobs[2:])
+
+    assert few == many
+    assert SimulatedWorkload.objects.count() == 14
+    assert launch_queries(jobs) <= few  # again: idempotent, nothing new
+    assert SimulatedWorkload.objects.count() == 14
+
+
+def test_a_batch_launches_all_but_the_job_whose_previous_workers_still_terminate(world, submit):
+    jobs = admitted(3, submit)
+    SimulatedWorkload.objects.create(
+        cluster=world.cluster,
+        job_id=str(jobs[1].pk),
+        team="team-b",
+        workers=[[0, "n1"]],
+        launched_at=later(0),
+        run_seconds=60,
+        stop_requested_at=later(0.5),
+    )
+
+    run_effects([launch(job) for job in jobs], later(2))
+
+    launched = set(SimulatedWorkload.objects.values_list("job_id", "stop_requested_at"))
+    assert launched == {(str(jobs[0].pk), None), (str(jobs[2].pk), None),
+                        (str(jobs[1].pk), later(0.5))}  # fmt: skip
+    assert {j.state for j in Job.objects.all()} == {Job.State.ADMITTED}  # it waits, not fails
+
+
+class RefusingDriver:
+    """Launches in batches; refuses one job as invalid and another for quota."""
+
+    def __init__(self, rejected: str, over_quota: str) -> None:
+        self.rejected, self.over_quota = rejected, over_quota
+        self.batches: list[list[str]] = []
+        self.stopped: list[str] = []
+
+    def launch_many(self, specs: list[Any]) -> dict[str, Exception]:
+        self.batches.append([s.job_id for s in specs])
+        return {
+            self.rejected: RequestRejected("admission webhook denied the request"),
+            self.over_quota: QuotaExceeded("exceeded quota: team-a"),
+        }
+
+    def launch(self, spec: Any) -> None:
+        raise AssertionError("launches go in batches")
+
+    def stop(self, job_id: str, namespace: str, grace_period_seconds: int) -> None:
+        self.stopped.append(job_id)
+
+    def scale(self, spec: Any) -> None:
+        raise WorkloadConflict("not here")
+
+    def close(self) -> None:
+        return None
+
+
+def test_a_job_refused_in_a_batch_fails_alone_and_one_over_quota_is_requeued(
+    world, submit, monkeypatch
+):
+    jobs = admitted(4, submit)
+    driver = RefusingDriver(rejected=str(jobs[0].pk), over_quota=str(jobs[1].pk))
+    monkeypatch.setitem(DRIVER_FACTORIES, "simulated", lambda cluster, now: driver)
+
+    run_effects([launch(job) for job in jobs], later(2))
+
+    assert driver.batches == [[str(j.pk) for j in jobs]]
+    states = [Job.objects.get(pk=j.pk).state for j in jobs]
+    assert states == [Job.State.FAILED, Job.State.PENDING, Job.State.ADMITTED,
+                      Job.State.ADMITTED]  # fmt: skip
+    assert sorted(driver.stopped) == sorted([str(jobs[0].pk), str(jobs[1].pk)])
