@@ -155,6 +155,7 @@ class Holding:
     cluster_id: int
     flavor_id: int
     units_by_node: dict[str, int]
+    stopping: bool = False  # preempted, or ended and releasing its GPUs
 
 
 def holdings(now: datetime) -> list[Holding]:
@@ -164,7 +165,7 @@ def holdings(now: datetime) -> list[Holding]:
         .exclude(cluster=None)
         .values_list(
             "pk", "name", "queue__team__name", "cluster_id", "placement", "gpus_per_worker",
-            "runtime__flavor_id",
+            "runtime__flavor_id", "state",
         )
     )  # fmt: skip
     missing = [row[0] for row in rows if row[6] is None]
@@ -172,12 +173,13 @@ def holdings(now: datetime) -> list[Holding]:
         JobFlavor.objects.filter(job_id__in=missing, rank=0).values_list("job_id", "flavor_id")
     )
     out = []
-    for pk, name, team, cluster_id, placement, g, flavor_id in rows:
+    for pk, name, team, cluster_id, placement, g, flavor_id, state in rows:
         flavor = flavor_id if flavor_id is not None else first.get(pk)
         if flavor is None:
             continue
         units = {node: int(count) * g for node, count in (placement or {}).items() if count}
-        out.append(Holding(pk, name, team, cluster_id, flavor, units))
+        stopping = state not in ("admitted", "running")
+        out.append(Holding(pk, name, team, cluster_id, flavor, units, stopping))
     return out
 
 
@@ -186,14 +188,27 @@ def flavor_utilization(now: datetime) -> list[FlavorUtilization]:
     flavors = list(Flavor.objects.values_list("pk", "name"))
     capacity: dict[str, int] = defaultdict(int)
     failed: dict[str, int] = defaultdict(int)
-    for units_by_flavor, ready in Node.objects.values_list("capacity", "ready"):
+    names = dict(flavors)
+    ready_units: dict[tuple[int, str, str], int] = {}  # (cluster, node, flavor) on Ready nodes
+    for cluster_id, node, units_by_flavor, ready in Node.objects.values_list(
+        "cluster_id", "name", "capacity", "ready"
+    ):
         for name, units in (units_by_flavor or {}).items():
             capacity[name] += units
             if not ready:
                 failed[name] += units
-    used: dict[int, int] = defaultdict(int)
+            else:
+                ready_units[(cluster_id, node, name)] = units
+    # held units per node, on Ready nodes only (a failed node's units are failed) and never more
+    # than the node has (a stopping job and its successor are not two GPUs)
+    held: dict[tuple[int, str, str], int] = defaultdict(int)
     for holding in holdings(now):
-        used[holding.flavor_id] += sum(holding.units_by_node.values())
+        for node, units in holding.units_by_node.items():
+            held[(holding.cluster_id, node, names[holding.flavor_id])] += units
+    by_name: dict[str, int] = defaultdict(int)
+    for key, units in held.items():
+        by_name[key[2]] += min(units, ready_units.get(key, 0))
+    used = {pk: by_name[name] for pk, name in flavors}
     return [
         FlavorUtilization(name, capacity[name], used[pk], failed[name])
         for pk, name in flavors
@@ -215,12 +230,15 @@ def node_slots(now: datetime, job_teams: Collection[str] | None = None) -> list[
     for node in Node.objects.select_related("cluster"):
         for name, units in sorted((node.capacity or {}).items()):
             slots: list[Slot] = []
-            for holding in sorted(held[(node.cluster_id, node.name, name)], key=lambda h: h.job_id):
+            # a failed node's GPUs are failed, whoever held them; running jobs come before
+            # stopping ones, and a node never shows more slots than it has
+            holders = held[(node.cluster_id, node.name, name)] if node.ready else []
+            for holding in sorted(holders, key=lambda h: (h.stopping, h.job_id)):
                 label = f"#{holding.job_id} {holding.name}"
                 if job_teams is not None and holding.team not in job_teams:
                     label = None
                 slots += [Slot(holding.team, label)] * holding.units_by_node[node.name]
-            slots += [Slot()] * max(0, units - len(slots))
+            slots = slots[:units] + [Slot()] * max(0, units - len(slots))
             flavor = flavors.get(name)
             out.append(
                 NodeSlots(
@@ -275,6 +293,7 @@ def fair_share_rows(statuses: Sequence[QueueStatus]) -> list[FairShareRow]:
                 score=s.fair_share_score,
                 current_usage=s.usage_gpu_equivalent,
                 pending=s.pending_count,
+                share=s.share,
             )
         )
     return rows

@@ -169,38 +169,32 @@ def quota_usage(rows: Sequence[QuotaRow]) -> Figure:
     }
 
 
-def fair_share_factors(rows: Sequence[FairShareRow]) -> Figure:
-    """Slurm's factor per queue, with the 0.5 line (exactly at its share)."""
+def queue_shares(rows: Sequence[FairShareRow]) -> Figure:
+    """The engine's share per queue (the one meaning of "over its share", SHARE_MEANING):
+    red over its share (borrowing; fair sharing may preempt it), orange starved (waiting within
+    its quota), green within its share. A queue above its quota with no pool is drawn at the
+    top of the axis."""
     x = [row.queue for row in rows]
     colours = [
         FAILED_COLOUR if row.over_share else "#ff7f0e" if row.starved else "#2ca02c" for row in rows
     ]
+    finite = [row.share for row in rows if row.share != float("inf")]
+    top = max([1.0, *finite])
     return {
         "data": [
             {
                 "type": "bar",
-                "name": "Fair-share factor",
+                "name": "Share",
                 "x": x,
-                "y": [_r(row.factor) for row in rows],
+                "y": [_r(top if row.share == float("inf") else row.share) for row in rows],
                 "marker": {"color": colours},
             }
         ],
         "layout": _layout(
-            "Slurm-style fair-share factor 2^(-usage/share) per queue (0.5 = at its share)",
+            "Share per queue: GPUs above nominal quota / cohort pool / weight "
+            "(0 = within its quota; the highest share is preempted first)",
             "Queue",
-            "Factor (0 to 1, dimensionless)",
-            yaxis={"range": [0, 1]},
-            shapes=[
-                {
-                    "type": "line",
-                    "xref": "paper",
-                    "x0": 0,
-                    "x1": 1,
-                    "y0": 0.5,
-                    "y1": 0.5,
-                    "line": {"dash": "dot", "color": CAPACITY_COLOUR},
-                }
-            ],
+            "Share (dimensionless)",
         ),
     }
 
@@ -227,7 +221,7 @@ def usage_vs_share(rows: Sequence[FairShareRow]) -> Figure:
             },
         ],
         "layout": _layout(
-            "Decayed usage against fair share per queue",
+            "Decayed usage against weight per queue (the ranking's history, not the share)",
             "Queue",
             "Share of all queues (%)",
             barmode="group",

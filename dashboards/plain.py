@@ -64,16 +64,18 @@ class FairShareRow:
     score: float  # (H/tau + U)/weight, lower runs first
     current_usage: float  # U(q), GPU-equivalents
     pending: int
+    share: float = 0.0  # the engine's share (queues.services.queue_status.SHARE_MEANING)
 
     @property
     def over_share(self) -> bool:
-        """Used more than its share of the decayed usage (factor below 0.5)."""
-        return self.factor < 0.5
+        """Over its share in the engine's sense: borrowing above its nominal quota, so fair
+        sharing may preempt its jobs for a queue with a lower share."""
+        return self.share > 0
 
     @property
     def starved(self) -> bool:
-        """Has jobs waiting although it used no more than its share."""
-        return self.pending > 0 and self.factor >= 0.5
+        """Has jobs waiting although it is within its nominal quota (share 0)."""
+        return self.pending > 0 and self.share <= 0
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ from dashboards import data, figures
 from dashboards.plain import FairShareRow, TeamJob
 from gpuplatform import access
 from queues.models import Team
+from queues.services.queue_status import SHARE_MEANING, share_label
 
 Payload = dict[str, Any]
 PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
@@ -82,25 +83,25 @@ def build_cluster(request: HttpRequest, now: datetime, span: data.Range) -> Payl
 def _fair_share_table(rows: list[FairShareRow]) -> dict[str, Any]:
     def status(row: FairShareRow) -> str:
         if row.over_share:
-            return "over its share"
+            return "over its share: borrowing, may be preempted by fair sharing"
         if row.starved:
-            return "starved: waiting while under its share"
+            return "starved: waiting while within its quota"
         return "within its share"
 
     return {
         "id": "fair-share",
-        "caption": "Fair share per queue: who is over and who is starved",
+        "caption": f"Fair share per queue: who is over and who is starved. {SHARE_MEANING}",
         "columns": [
-            "Queue", "Weight", "Decayed usage (GPU-equivalent-hours)", "Usage share (%)",
-            "Fair share (%)", "Factor", "Score (lower runs first)",
-            "Current usage (GPU-equivalents)", "Pending jobs", "Status",
+            "Queue", "Weight", "Share", "Current usage (GPU-equivalents)", "Pending jobs",
+            "Status", "Decayed usage (GPU-equivalent-hours)", "Usage of the decayed total (%)",
+            "Weight of the total (%)", "Slurm-style factor", "Score (lower runs first)",
         ],
         "rows": [
             [
-                r.queue, round(r.weight, 2), round(r.decayed_usage_hours, 2),
+                r.queue, round(r.weight, 2), share_label(r.share), round(r.current_usage, 3),
+                r.pending, status(r), round(r.decayed_usage_hours, 2),
                 round(100 * r.usage_fraction, 2), round(100 * r.share_fraction, 2),
-                round(r.factor, 3), round(r.score, 3), round(r.current_usage, 3), r.pending,
-                status(r),
+                round(r.factor, 3), round(r.score, 3),
             ]
             for r in rows
         ],
@@ -113,7 +114,7 @@ def build_quotas(request: HttpRequest, now: datetime, span: data.Range) -> Paylo
     return _payload(
         [
             figures.chart("quota", figures.quota_usage(data.quota_rows(statuses))),
-            figures.chart("factor", figures.fair_share_factors(fair)),
+            figures.chart("share-now", figures.queue_shares(fair)),
             figures.chart("share", figures.usage_vs_share(fair)),
         ],
         [_fair_share_table(fair)],
@@ -200,11 +201,11 @@ def build_team(request: HttpRequest, now: datetime, span: data.Range) -> Payload
     quota["layout"]["title"]["text"] = f"Team {team.name}: quota per queue and flavor"
     mine = {s.queue for s in statuses}
     fair_rows = [r for r in data.fair_share_rows(data.all_queue_statuses(now)) if r.queue in mine]
-    fair = figures.fair_share_factors(fair_rows)
+    fair = figures.queue_shares(fair_rows)
     charts = [
         figures.chart("usage", usage),
         figures.chart("quota", quota),
-        figures.chart("factor", fair),
+        figures.chart("share-now", fair),
     ]
     if not with_jobs:
         pending = sum(s.pending_count for s in statuses)

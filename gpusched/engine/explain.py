@@ -100,10 +100,16 @@ class PendingInfo:
                 f"this job needs {self.need}."
             )
         if r == COHORT_POOL:
-            return (
-                f"Waiting for quota: {self._quota_text()}; the cohort pool of {self.cohort} "
-                f"({self.pool_size} {self.flavor}) has {self.pool_size - self.pool_used} free."
-            )
+            free = self.pool_size - self.pool_used
+            pool = f"the cohort pool of {self.cohort} ({self.pool_size} {self.flavor})"
+            if free < 0:  # quotas lowered below what is in use: never a negative count
+                return (
+                    f"Waiting for quota: {self._quota_text()}; {pool} has none free: it is "
+                    f"over-committed by {-free}, as jobs admitted before its quotas were lowered "
+                    f"still run."
+                )
+            return f"Waiting for quota: {self._quota_text()}; {pool} has {free} free."
+
         if r == CAPACITY:
             text = (
                 f"Waiting for GPUs: needs {self.need} {self.flavor}; {self.free} are free "

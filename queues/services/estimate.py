@@ -32,7 +32,7 @@ from gpusched.engine import estimate as engine_estimate
 from gpusched.engine import model as engine
 from queues.models import Flavor, Job, Queue, ServiceClass
 from queues.models.job_rules import Submission, check_submission
-from queues.services import messages
+from queues.services import clock, messages
 from queues.services.queue_status import flavor_usage
 from queues.services.snapshot import LiveSnapshot, build_snapshot, queue_key, topology_levels
 
@@ -153,7 +153,9 @@ def estimate_submission(
             if topology
             else None
         ),
-        estimated_runtime=float(estimated_runtime) if estimated_runtime else None,
+        estimated_runtime=clock.wall_seconds(
+            estimated_runtime or None, clock.pending_scale(c.driver for c in live.clusters.values())
+        ),
     )
     snapshot = dataclasses.replace(live.snapshot, topology_levels=_levels(live.snapshot, topology))
     quotas = _quotas(queue, flavors, workers, gpus_per_worker, moment)

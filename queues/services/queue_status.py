@@ -4,9 +4,10 @@ Per flavor (Kueue's meanings, docs/SCHEDULING.md section 2): ``nominal``, ``used
 its admitted, running or stopping jobs), ``borrowed`` (used above nominal), ``lent`` (its unused
 lendable nominal that other queues of its cohort use now), and the borrowing / lending limits.
 Fair share (section 5): decayed usage ``H(q)``, the score ``(H/tau + U)/weight`` and Slurm's
-factor. Pending jobs in the engine's rank order within the queue (within-nominal jobs first, then
-class priority, then submission time), each with its position and the why-pending text the last
-cycle stored. A fixed number of queries, whatever the number of jobs.
+factor, and the engine's ``share`` (``SHARE_MEANING``: the one meaning of "over its share" on
+every page). Pending jobs in the engine's rank order within the queue (within-nominal jobs first,
+then class priority, then submission time), each with its position and the why-pending text the
+last cycle stored. A fixed number of queries, whatever the number of jobs.
 
 Used by the queue pages, the REST status endpoint and dashboards.
 """
@@ -23,11 +24,18 @@ from django.db.models import Prefetch, Q
 from django.utils import timezone
 
 from gpusched.engine import fairshare
-from gpusched.engine.quota import lent_by_member
+from gpusched.engine import model as engine
+from gpusched.engine.quota import QuotaState, lent_by_member
 from queues.models import Flavor, Job, JobFlavor, Queue, Quota
 from queues.services.snapshot import HOLDING_STATES, queue_key
 
 DEFAULT_PENDING_LIMIT = 100
+SHARE_MEANING = (
+    "A queue's share is the scheduler's own: the GPUs it uses above its nominal quota, divided "
+    "by its cohort's pool and by its weight (the largest over GPU types); 0 means it is within "
+    "its quota, and when queues of a cohort compete for GPUs the one with the lower share goes "
+    "first, while jobs of the one with the highest share may be preempted to give GPUs back."
+)
 
 
 @dataclass(frozen=True)
@@ -78,6 +86,16 @@ class QueueStatus:
     slurm_factor: float  # 0.5: exactly at its share
     pending_count: int
     pending: tuple[PendingEntry, ...] = field(default_factory=tuple)
+    share: float = 0.0  # the engine's (gpusched.engine.quota.QuotaState.share): SHARE_MEANING
+
+    @property
+    def over_share(self) -> bool:
+        """Borrowing above its nominal quota: fair sharing may reclaim from it."""
+        return self.share > 0
+
+    @property
+    def share_label(self) -> str:
+        return share_label(self.share)
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready (times as UTC ISO-8601)."""
@@ -201,6 +219,7 @@ def queues_status(
         if q.cohort_id is not None:
             members[q.cohort_id].append(q)
     pending = _pending(ids, pending_limit)
+    shares = _shares(related, usage)
 
     out = []
     for target in targets:
@@ -242,9 +261,53 @@ def queues_status(
                 slurm_factor=slurm.get(str(q.pk), 0.0),
                 pending_count=count,
                 pending=entries,
+                share=shares.get(q.pk, 0.0),
             )
         )
     return out
+
+
+def share_label(share: float) -> str:
+    """The engine's share in words: "0 (within its quota)", "0.25", or, above nominal with no
+    cohort pool to borrow from (a quota lowered below usage), "above its quota, no pool"."""
+    if share <= 0:
+        return "0 (within its quota)"
+    if share == float("inf"):
+        return "above its quota, no pool"
+    return f"{share:.3g}"
+
+
+def _shares(related: list[Queue], usage: dict[int, dict[int, int]]) -> dict[int, float]:
+    """queue id -> the engine's share (``QuotaState.share``) of each queue of ``related``, which
+    holds every member of their cohorts (the pools are the members' lendable nominals)."""
+    names = {quota.flavor_id: quota.flavor.name for q in related for quota in q.quotas.all()}
+    if any(f not in names for used in usage.values() for f in used):
+        names.update(Flavor.objects.values_list("pk", "name"))
+    queues = [
+        engine.Queue(
+            name=queue_key(q),
+            team=q.team.name,
+            cohort=q.cohort.name if q.cohort else None,
+            weight=q.weight,
+            quotas={
+                quota.flavor.name: engine.Quota(
+                    nominal=quota.nominal,
+                    borrowing_limit=quota.borrowing_limit,
+                    lending_limit=quota.lending_limit,
+                )
+                for quota in q.quotas.all()
+            },
+        )
+        for q in related
+    ]
+    held = {
+        (queue_key(q), names[f]): units
+        for q in related
+        for f, units in usage.get(q.pk, {}).items()
+        if units
+    }
+    state = QuotaState(queues, held)
+    return {q.pk: state.share(queue_key(q)) for q in related}
 
 
 def queue_status(

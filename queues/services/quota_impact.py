@@ -5,6 +5,12 @@ the new nominal become *borrowing*: in a cohort, other queues' within-nominal jo
 them (if their class is preemptible); without a cohort the queue simply starts nothing new in
 that flavor until its usage drops under the new quota. The jobs named are the most recently
 started ones, which the engine's preemption considers first (docs/SCHEDULING.md rule 5).
+
+Only flavors whose nominal goes down are about (raising one flavor says nothing of another that
+was already above its nominal). Lowering a nominal also shrinks what can be admitted at all: a
+cohort's pool is the sum of its members' nominals and a queue without a cohort uses at most its
+own, so GPUs beyond the sum of all nominals stay idle while jobs wait for quota
+(``stranded_gpus``).
 """
 
 from __future__ import annotations
@@ -12,10 +18,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from django.db.models import Q
+from django.db.models import Q, Sum
 from django.utils import timezone
 
-from queues.models import Flavor, Job, Queue
+from queues.models import Flavor, Job, Node, Queue, Quota
 from queues.services.queue_status import HOLDING_STATES, flavor_usage
 
 
@@ -75,7 +81,7 @@ def quota_impact(
     moment = now or timezone.now()
     usage = flavor_usage([queue.pk], moment).get(queue.pk, {})
     old = {q.flavor_id: q.nominal for q in queue.quotas.all()} if queue.pk else {}
-    lowered = {f: n for f, n in new_nominals.items() if usage.get(f, 0) > n}
+    lowered = {f: n for f, n in new_nominals.items() if n < old.get(f, 0) and usage.get(f, 0) > n}
     if not lowered:
         return []
     names = dict(Flavor.objects.filter(pk__in=list(lowered)).values_list("pk", "name"))
@@ -111,4 +117,56 @@ def quota_impact(
                 cohort=queue.cohort.name if queue.cohort_id else None,
             )
         )
+    return out
+
+
+@dataclass(frozen=True)
+class StrandedGpus:
+    """GPUs of ``flavor`` that no queue's nominal quota would cover after the change."""
+
+    flavor: str
+    capacity: int  # on ready nodes
+    covered_before: int  # sum of every queue's nominal
+    covered_after: int
+
+    @property
+    def idle(self) -> int:
+        return self.capacity - self.covered_after
+
+    @property
+    def message(self) -> str:
+        return (
+            f"{self.flavor}: the clusters have {self.capacity} ready, and after this change all "
+            f"queues' nominal quotas together cover {self.covered_after} (now "
+            f"{self.covered_before}), so {self.idle} {self.flavor} would be in no queue's quota. "
+            f"Jobs may wait for quota while those GPUs stay idle: a cohort lends only its "
+            f"members' nominal quotas. Raise another queue's quota to keep them in use."
+        )
+
+
+def stranded_gpus(queue: Queue, new_nominals: dict[int, int]) -> list[StrandedGpus]:
+    """For each flavor whose nominal goes down, the ready GPUs it would leave in no quota."""
+    old = {q.flavor_id: q.nominal for q in queue.quotas.all()} if queue.pk else {}
+    lowered = {f: n for f, n in new_nominals.items() if n < old.get(f, 0)}
+    if not lowered:
+        return []
+    names = dict(Flavor.objects.filter(pk__in=list(lowered)).values_list("pk", "name"))
+    capacity = dict.fromkeys(names.values(), 0)
+    for units in Node.objects.filter(ready=True).values_list("capacity", flat=True):
+        for name, count in (units or {}).items():
+            if name in capacity:
+                capacity[name] += int(count)
+    totals = dict(
+        Quota.objects.filter(flavor_id__in=list(lowered))
+        .values("flavor_id")
+        .annotate(total=Sum("nominal"))
+        .values_list("flavor_id", "total")
+    )
+    out = []
+    for flavor_id, nominal in sorted(lowered.items(), key=lambda item: names[item[0]]):
+        before = int(totals.get(flavor_id) or 0)
+        after = before - old[flavor_id] + nominal
+        name = names[flavor_id]
+        if after < capacity[name]:
+            out.append(StrandedGpus(name, capacity[name], before, after))
     return out

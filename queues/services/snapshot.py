@@ -33,6 +33,7 @@ from queues.models import (
     Queue,
     ServiceClass,
 )
+from queues.services import clock
 
 HOLDING_STATES = ("admitted", "running", "preempted")
 ACTIVE_STATES = ("pending", *HOLDING_STATES)
@@ -178,6 +179,9 @@ def build_snapshot(now: datetime) -> LiveSnapshot:
         ranked[job_id].append(flavor_names[flavor_id])
 
     labelled = {key for nodes in nodes_by_cluster.values() for n in nodes for key in n.labels}
+    # runtimes in wall seconds: a simulated cluster runs jobs SIMULATION_SPEED times faster
+    scale = clock.pending_scale(c.driver for c in clusters.values())
+    cluster_scale = {c.pk: clock.cluster_scale(c.driver) for c in clusters.values()}
     levels = topology_levels([row.topology_level for row in rows], labelled)
 
     pending: list[engine.PendingJob] = []
@@ -190,10 +194,15 @@ def build_snapshot(now: datetime) -> LiveSnapshot:
         if row.state == Job.State.PENDING:
             if row.pending_reason == BACKOFF_REASON and row.requeue_after_is_ahead(now):
                 continue  # backing off after a gang requeue: not a candidate yet
-            pending.append(_pending(row, queue, cls, ranked[row.pk]))
+            pending.append(_pending(row, queue, cls, ranked[row.pk], scale))
         elif row.cluster_id is not None:
             cluster = cluster_names[row.cluster_id]
-            admitted.append(_admitted(row, queue, cls, cluster, ranked[row.pk], flavor_names, now))
+            admitted.append(
+                _admitted(
+                    row, queue, cls, cluster, ranked[row.pk], flavor_names, now,
+                    cluster_scale[row.cluster_id],
+                )
+            )  # fmt: skip
 
     snapshot = engine.Snapshot(
         now=now.timestamp(),
@@ -216,7 +225,7 @@ def build_snapshot(now: datetime) -> LiveSnapshot:
                 can_borrow=c.can_borrow,
                 min_runtime=float(c.min_runtime),
                 grace_period=float(c.grace_period),
-                max_runtime=None if c.max_runtime is None else float(c.max_runtime),
+                max_runtime=clock.wall_seconds(c.max_runtime, scale),
             )
             for c in classes.values()
         ),
@@ -241,7 +250,7 @@ def build_snapshot(now: datetime) -> LiveSnapshot:
         admitted=tuple(admitted),
         pending=tuple(pending),
         topology_levels=levels,
-        default_runtime=float(getattr(settings, "DEFAULT_JOB_RUNTIME", DEFAULT_RUNTIME)),
+        default_runtime=float(getattr(settings, "DEFAULT_JOB_RUNTIME", DEFAULT_RUNTIME)) * scale,
         half_life=float(getattr(settings, "FAIRSHARE_HALF_LIFE", DEFAULT_HALF_LIFE)),
     )
     return LiveSnapshot(
@@ -267,7 +276,9 @@ def _node(node: Node, cluster: Cluster) -> engine.Node:
     )
 
 
-def _pending(row: JobRow, queue: str, cls: str, flavors: list[str]) -> engine.PendingJob:
+def _pending(
+    row: JobRow, queue: str, cls: str, flavors: list[str], scale: float
+) -> engine.PendingJob:
     return engine.PendingJob(
         name=str(row.pk),
         queue=queue,
@@ -278,7 +289,7 @@ def _pending(row: JobRow, queue: str, cls: str, flavors: list[str]) -> engine.Pe
         flavors=tuple(flavors),
         min_workers=row.elastic_min,
         topology=row.topology,
-        estimated_runtime=None if row.estimated_runtime is None else float(row.estimated_runtime),
+        estimated_runtime=clock.wall_seconds(row.estimated_runtime, scale),
     )
 
 
@@ -290,6 +301,7 @@ def _admitted(
     flavors: list[str],
     flavor_names: dict[int, str],
     now: datetime,
+    scale: float,
 ) -> engine.AdmittedJob:
     flavor = flavor_names[row.flavor_id] if row.flavor_id is not None else ""
     if not flavor and flavors:
@@ -312,7 +324,7 @@ def _admitted(
         requested_workers=_requested(row, now),
         min_workers=row.elastic_min,
         topology=row.topology,
-        estimated_runtime=None if row.estimated_runtime is None else float(row.estimated_runtime),
+        estimated_runtime=clock.wall_seconds(row.estimated_runtime, scale),
         start_at=None if stopping else ts(row.start_at),
         stopping=stopping,
         release_at=ts(release_at) if stopping else None,

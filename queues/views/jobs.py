@@ -15,7 +15,7 @@ from django.views.decorators.http import require_POST
 
 from gpuplatform import access
 from queues.models import IllegalTransition, Job, JobEvent, JobRuntime, Queue, ServiceClass
-from queues.services import cancel_job
+from queues.services import cancel_job, clock
 
 PAGE_SIZE = 50
 SORTS = {
@@ -109,6 +109,7 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "runtime": runtime,
             "flavors": job.acceptable_flavor_names(),
             "placement": _placement(job),
+            "runtime_note": clock.runtime_note(job.estimated_runtime, job.cluster),
             "events": events,
             "can_cancel": not job.is_finished and access.can_cancel_job(request.user, job),
         },

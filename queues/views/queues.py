@@ -8,7 +8,7 @@ from django.shortcuts import render
 
 from audit.history import history_for_many
 from gpuplatform import access
-from queues.services.queue_status import queue_status, queues_status
+from queues.services.queue_status import SHARE_MEANING, queue_status, queues_status
 
 
 @login_required
@@ -33,5 +33,6 @@ def queue_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "can_submit": access.submittable_queues(request.user).filter(pk=queue.pk).exists(),
             "is_platform_admin": access.is_platform_admin(request.user),
             "history": history,
+            "share_meaning": SHARE_MEANING,
         },
     )

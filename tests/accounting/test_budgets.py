@@ -77,3 +77,26 @@ def test_banner_is_gone_the_next_month(budget, running, client: Client, research
     client.force_login(researcher_a)
 
     assert "budget-alerts" not in client.get("/").content.decode()
+
+
+def test_banner_says_what_is_spent_now_and_is_no_list(
+    budget, running, client: Client, researcher_a, monkeypatch
+):
+    # issue 24: the banner said 80 % (the figures of the crossing) when 85 % was used, kept
+    # saying it after more accruals, and rendered as a bulleted list item
+    accrue_usage(at(4))  # 8.00: 80 % crossed
+    accrue_usage(at(4.25))  # 8.50
+    monkeypatch.setattr("accounting.context_processors.current_time", lambda: at(4.25))
+    client.force_login(researcher_a)
+    html = client.get("/").content.decode()
+    assert "Team team-a has used 85% of its March 2026 GPU budget: 8.50 of 10.00" in html
+    assert "past the 80% warning" in html
+    banner = html[html.index('class="budget-alerts"') :]
+    banner = banner[: banner.index("</div>")]
+    assert "<li" not in banner and "<ul" not in html.split('class="budget-alerts"')[0][-10:]
+
+    accrue_usage(at(4.5))  # 9.00: the next page says so
+    monkeypatch.setattr("accounting.context_processors.current_time", lambda: at(4.5))
+    assert "has used 90% of its March 2026 GPU budget: 9.00 of 10.00" in (
+        client.get("/").content.decode()
+    )

@@ -49,8 +49,8 @@ def series() -> UsageSeries:
 
 def fair_rows() -> list[FairShareRow]:
     return [
-        FairShareRow("team-a/main", 1.0, 10.0, 0.8, 0.5, 2 ** (-0.8 / 0.5), 1.2, 4.0, 0),
-        FairShareRow("team-b/main", 1.0, 2.5, 0.2, 0.5, 2 ** (-0.2 / 0.5), 0.3, 0.0, 3),
+        FairShareRow("team-a/main", 1.0, 10.0, 0.8, 0.5, 2 ** (-0.8 / 0.5), 1.2, 4.0, 0, 0.5),
+        FairShareRow("team-b/main", 1.0, 2.5, 0.2, 0.5, 2 ** (-0.2 / 0.5), 0.3, 0.0, 3, 0.0),
     ]
 
 
@@ -105,14 +105,13 @@ def test_quota_usage_groups_nominal_used_borrowed_and_lent_per_queue_and_flavor(
     assert titles(fig)[2] == "Units (GPUs or MIG slices)"
 
 
-def test_fair_share_factor_marks_the_half_line_and_colours_over_and_starved_queues() -> None:
-    fig = figures.fair_share_factors(fair_rows())
+def test_queue_shares_plot_the_engines_share_and_colour_over_and_starved_queues() -> None:
+    fig = figures.queue_shares(fair_rows())
     trace = fig["data"][0]
     assert trace["x"] == ["team-a/main", "team-b/main"]
-    assert trace["y"] == [round(2 ** (-1.6), 3), round(2 ** (-0.4), 3)]
+    assert trace["y"] == [0.5, 0.0]
     assert trace["marker"]["color"] == [figures.FAILED_COLOUR, "#ff7f0e"]  # over, starved
-    assert fig["layout"]["shapes"][0]["y0"] == 0.5
-    assert "0.5 = at its share" in titles(fig)[0]
+    assert "GPUs above nominal quota / cohort pool / weight" in titles(fig)[0]
 
 
 def test_usage_vs_share_shows_both_fractions_in_percent() -> None:
@@ -234,7 +233,7 @@ FIGURES = [
     lambda: figures.usage_over_time(series()),
     lambda: figures.flavor_utilization([FlavorUtilization("h100", 8, 2, 0)]),
     lambda: figures.quota_usage([QuotaRow("a/q", "h100", 1, 1, 0, 0)]),
-    lambda: figures.fair_share_factors(fair_rows()),
+    lambda: figures.queue_shares(fair_rows()),
     lambda: figures.usage_vs_share(fair_rows()),
     lambda: figures.slice_map([NodeSlots("c/n", "h100", "", True, False, (Slot(),))], "Map"),
     lambda: figures.wait_times([WaitRow("a/q", "std", 1, 1, 1.0, 1.0)], 7),

@@ -15,7 +15,7 @@ from audit.history import history_for_many
 from gpuplatform import access
 from queues.forms.manage import QueueForm, QuotaFormSet
 from queues.models import Queue, Quota
-from queues.services.quota_impact import QuotaImpact, quota_impact
+from queues.services.quota_impact import QuotaImpact, StrandedGpus, quota_impact, stranded_gpus
 from queues.views.manage.audit_values import audited_values
 
 
@@ -57,10 +57,13 @@ def queue_edit(request: HttpRequest, pk: int | None = None) -> HttpResponse:
     form = QueueForm(request.POST or None, instance=queue)
     formset = QuotaFormSet(request.POST or None, instance=queue, prefix="quotas")
     impacts: list[QuotaImpact] = []
+    stranded: list[StrandedGpus] = []
     if request.method == "POST" and form.is_valid() and formset.is_valid():
         if queue.pk:
-            impacts = quota_impact(form.instance, _new_nominals(formset))
-        if not impacts or request.POST.get("confirm") == "yes":
+            new_nominals = _new_nominals(formset)
+            impacts = quota_impact(form.instance, new_nominals)
+            stranded = stranded_gpus(form.instance, new_nominals)
+        if not (impacts or stranded) or request.POST.get("confirm") == "yes":
             with transaction.atomic():
                 saved = form.save()
                 formset.instance = saved
@@ -80,6 +83,7 @@ def queue_edit(request: HttpRequest, pk: int | None = None) -> HttpResponse:
             "form": form,
             "formset": formset,
             "impacts": impacts,
+            "stranded": stranded,
             "history": history,
         },
     )

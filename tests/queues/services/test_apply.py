@@ -82,4 +82,4 @@ def test_snapshot_takes_half_life_and_default_runtime_from_settings(world, setti
     snapshot = build_snapshot(later(1)).snapshot
 
     assert snapshot.half_life == 24 * 3600
-    assert snapshot.default_runtime == 1800
+    assert snapshot.default_runtime == 1800 / 60  # in wall seconds: the world's cluster runs 60x

@@ -107,7 +107,7 @@ def test_job_detail_says_why_pending_with_numbers_and_placement_once_running(
     assert "#1 in queue team-a/main" in html
     assert "uses 8 of 8 h100 (nominal 8) and this job needs 16" in html
     assert "the cohort pool of research (16 h100) has 8 free" in html
-    assert "Estimated start: 2026-03-02 10:00:03 UTC" in html  # when the small job ends
+    assert "Estimated start: 2026-03-02 09:01:03 UTC" in html  # the small job's end (1 h at 60x)
     html = client.get(reverse("job-detail", args=[running.pk])).content.decode()
     assert "Running" in html and "Cluster sim" in html
     assert "<td>1</td><td>8</td>" in html  # one worker with 8 GPUs on one node

@@ -154,15 +154,15 @@ def test_estimate_that_waits_gives_wall_clock_times_and_names_jobs_not_engine_id
 ) -> None:  # fmt: skip
     """The decision is the engine's (tests/gpusched/engine/test_estimate.py); the service
     turns its seconds into UTC datetimes and its job ids into the jobs' names."""
-    submit(gpus=8, name="first")  # asks for 3600 s
+    submit(gpus=8, name="first")  # asks for 3600 s: 60 wall-clock seconds at 60x
     cycle(later(1))
     cycle(later(2))  # the simulated cluster reports it running
     two_nodes = _estimate(queue_a, service_class_std, flavor_h100, researcher_a, workers=2)
     assert (two_nodes.outcome, two_nodes.reason) == ("wait", "cohort-pool")
-    assert two_nodes.estimated_start == later(2 + 3600)  # first's estimated end
-    assert two_nodes.summary == "Would wait (estimated start 2026-03-02 10:00 UTC)."
+    assert two_nodes.estimated_start == later(2 + 60)  # first's estimated end
+    assert two_nodes.summary == "Would wait (estimated start 2026-03-02 09:01 UTC)."
     assert two_nodes.message.startswith("Would be #1 in queue team-a/main. Waiting for quota")
-    assert two_nodes.message.endswith("Estimated start: 2026-03-02 10:00 UTC.")
+    assert two_nodes.message.endswith("Estimated start: 2026-03-02 09:01 UTC.")
 
     big = submit(gpus=8, workers=2, name="big", at=later(3))
     cycle(later(4))  # big holds the reservation for first's end
