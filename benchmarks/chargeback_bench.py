@@ -15,7 +15,8 @@ plus `--open` open rows priced at query time, over 40 teams, 400 users, 4 flavor
 - the streamed CSV for the whole year grouped by team, user and flavor: seconds, lines, bytes,
   and the peak Python memory while streaming (tracemalloc) next to the same for one month, to
   show that memory stays flat as the period grows (the aggregation runs in the database and the
-  rows are streamed from a server-side cursor).
+  rows are streamed from a server-side cursor);
+- the allocation API (GET /api/v1/allocation/) for June: one set, by day, and with shareIdle.
 
 Nothing here is a test: it prints numbers. DESTROYS the accounting data of the database it uses.
 """
@@ -260,6 +261,41 @@ def time_month_json(repeat: int) -> None:
     )
 
 
+def allocation(params: dict[str, str]):  # type: ignore[no-untyped-def]
+    from rest_framework.test import APIRequestFactory, force_authenticate
+
+    from accounting.api.finance import AllocationView
+
+    req = APIRequestFactory().get("/api/v1/allocation/", params)
+    force_authenticate(req, user=finance_user())
+    return AllocationView.as_view()(req)
+
+
+def time_allocation(repeat: int) -> None:
+    """The allocation API (issue 25) on the same ledger: one set for June by team,flavor (the
+    chargeback's query), June by day (30 sets), and June with shareIdle (every row rated)."""
+    june = f"{YEAR}-06-01T00:00:00Z,{YEAR}-07-01T00:00:00Z"
+    for label, params, runs in (
+        ("one set, June, by team,flavor", {"window": june, "aggregate": "team,flavor"}, repeat),
+        ("June by day (30 sets), by team", {"window": june, "step": "day"}, repeat),
+        ("June, shareIdle, by team", {"window": june, "shareIdle": "true"}, 1),
+    ):
+        times = []
+        for _ in range(runs):
+            started = time.perf_counter()
+            response = allocation(params)
+            response.render()
+            times.append(time.perf_counter() - started)
+        if response.status_code != 200:
+            raise SystemExit(f"allocation failed: {response.status_code} {response.data}")
+        sets = response.data["data"]
+        print(
+            f"allocation JSON, {label}: {len(sets)} sets, {sum(len(s) for s in sets)} "
+            f"allocations; best {min(times):.3f} s, median {statistics.median(times):.3f} s "
+            f"over {runs} runs"
+        )
+
+
 def stream_csv(start: str, end: str, group_by: str) -> tuple[float, int, int, float]:
     tracemalloc.start()
     tracemalloc.reset_peak()
@@ -325,6 +361,7 @@ def main() -> int:
     else:
         print(f"ledger: reusing {present} generated rows (--rebuild to regenerate)")
     time_month_json(args.repeat)
+    time_allocation(args.repeat)
     stream_year_csv()
     if not args.keep:
         clean_up()
