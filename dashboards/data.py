@@ -332,7 +332,11 @@ def wait_rows(now: datetime, days: int = 7) -> list[WaitRow]:
 
 
 def preemption_series(now: datetime, days: int = 14) -> PreemptionSeries:
-    """Preemptions (and node-failure requeues) per UTC day and reason. One query."""
+    """Preemptions (and node-failure requeues) per UTC day and reason. One query.
+
+    A preemption with a grace period is one stop: its PREEMPTED event carries the reason, and
+    the REQUEUED event at the end of the grace period ("back in the queue", no reason) is not
+    counted again. A gang requeued after a worker failure counts as ``worker-failure``."""
     today = now.astimezone(UTC).date()
     day_list = [today - timedelta(days=i) for i in range(days - 1, -1, -1)]
     start = datetime.combine(day_list[0], time.min, tzinfo=UTC)
@@ -341,7 +345,13 @@ def preemption_series(now: datetime, days: int = 14) -> PreemptionSeries:
     for at, data in JobEvent.objects.filter(
         kind__in=JobEvent.PREEMPTIONS, at__gte=start, at__lte=now
     ).values_list("at", "data"):
-        reason = str((data or {}).get("reason") or "unknown")
+        data = data or {}
+        if data.get("reason"):
+            reason = str(data["reason"])
+        elif "failures" in data:
+            reason = "worker-failure"
+        else:
+            continue  # back in the queue after a preemption already counted
         i = position.get(at.astimezone(UTC).date())
         if i is not None:
             counts[reason][i] += 1

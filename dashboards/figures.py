@@ -354,6 +354,27 @@ def pending_jobs(rows: Sequence[WaitRow]) -> Figure:
     }
 
 
+# one colour per stop reason, none shared (gpusched.engine.model.STOP_REASONS and the requeues)
+REASON_COLOURS = {
+    "priority": "#1f77b4",
+    "reclaim": "#2ca02c",
+    "fair-share": "#ff7f0e",
+    "node-failure": FAILED_COLOUR,
+    "worker-failure": "#9467bd",
+    "lost-workers": "#8c564b",
+    "missing-workers": "#e377c2",
+    "max-runtime": "#7f7f7f",
+}
+OTHER_REASON_COLOURS = ("#bcbd22", "#17becf", "#393b79", "#637939", "#8c6d31", "#7b4173")
+
+
+def reason_colour(reason: str) -> str:
+    """The reason's own colour; another reason gets one no known reason uses."""
+    if reason in REASON_COLOURS:
+        return REASON_COLOURS[reason]
+    return OTHER_REASON_COLOURS[zlib.crc32(reason.encode()) % len(OTHER_REASON_COLOURS)]
+
+
 def preemptions(series: PreemptionSeries) -> Figure:
     """Stacked bars per UTC day: preemptions by reason."""
     x = [day.isoformat() for day in series.days]
@@ -364,7 +385,7 @@ def preemptions(series: PreemptionSeries) -> Figure:
                 "name": reason,
                 "x": x,
                 "y": list(counts),
-                "marker": {"color": colour_of(reason)},
+                "marker": {"color": reason_colour(reason)},
             }
             for reason, counts in series.by_reason.items()
         ],

@@ -11,9 +11,10 @@ import pytest
 from django.contrib.auth.models import User
 
 from accounting.models import Budget, FlavorPrice, UsageRecord
-from dashboards import data
+from dashboards import data, figures
 from dashboards.models import FIVE_MINUTES, UsageRollup
 from dashboards.rollup import roll_up_usage, sample_capacity
+from gpusched.engine.model import STOP_REASONS
 from queues.models import Flavor, Job, JobEvent, Queue, Quota, ServiceClass, Team
 from tests.dashboards.conftest import T0, at
 
@@ -168,6 +169,33 @@ def test_preemption_series_counts_per_day_and_reason(
         "node-failure": (0, 0, 1),
         "reclaim": (0, 1, 1),
     }
+
+
+def test_a_preemption_with_a_grace_period_counts_once_and_nothing_is_unknown(
+    make_job: Callable[..., Job], queue_a: Queue, researcher_a: User
+) -> None:
+    """issue 24: "unknown" was the largest reason: the REQUEUED event at the end of each grace
+    period (back in the queue, no reason) was counted as a second, unknown preemption."""
+    from queues.services import events
+
+    job = make_job(queue=queue_a, owner=researcher_a)
+    now = datetime(2026, 3, 10, 12, 0, tzinfo=UTC)
+    stop = now - timedelta(hours=1)
+    said = events.stopped(
+        JobEvent.Kind.PREEMPTED, reason="priority", by="9", by_label="big (#9)", now=stop,
+        release=stop + timedelta(seconds=30), their_queue="team-a/main", mine="team-a/main",
+    )  # fmt: skip
+    said.row(job, stop).save()
+    events.back_in_queue(submitted_at=job.submitted_at).row(
+        job, stop + timedelta(seconds=30)
+    ).save()
+    events.worker_failed(detail="exit 1", failures=1, limit=3).row(job, now).save()
+    series = data.preemption_series(now, days=1)
+    assert series.by_reason == {"priority": (1,), "worker-failure": (1,)}
+    colours = {t["name"]: t["marker"]["color"] for t in figures.preemptions(series)["data"]}
+    assert colours["priority"] != figures.reason_colour("unknown")
+    known = [figures.reason_colour(r) for r in (*STOP_REASONS, "worker-failure")]
+    assert len(set(known)) == len(known)  # no two reasons share a colour
 
 
 def test_fair_share_rows_compare_decayed_usage_with_weight(
