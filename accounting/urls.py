@@ -8,8 +8,11 @@ at /manage/prices/, so the root URLconf includes it BEFORE the manage pages' cat
 
 from django.urls import path
 
-from accounting import views
+from accounting import report, views
 
-urlpatterns = [path("", views.chargeback_page, name="chargeback")]
+urlpatterns = [
+    path("", views.chargeback_page, name="chargeback"),
+    path("report/", report.report_page, name="chargeback-report"),
+]
 
 price_urlpatterns = [path("", views.prices_page, name="manage-prices")]

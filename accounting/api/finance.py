@@ -108,9 +108,9 @@ def allocation_csv(
                 *(item.properties.get(key, "") for key in keys),
                 str(rating.quantize_hours(item.totals.gpu_hours)),
                 str(rating.quantize_hours(item.totals.gpu_equivalent_hours)),
-                str(item.totals.cost),
-                str(item.shared_cost),
-                str(item.total_cost),
+                str(rating.quantize_money(item.totals.cost)),
+                str(rating.quantize_money(item.shared_cost)),
+                str(rating.quantize_money(item.total_cost)),
                 unit,
             ]
 

@@ -37,6 +37,7 @@ PAGES: dict[str, str] = {
     "GET /login/": "200 302 302 302 302 302 302",
     "POST /logout/": "302 302 302 302 302 302 302",
     "GET /chargeback/": "302 403 403 403 403 200 200",
+    "GET /chargeback/report/": "302 403 403 403 403 200 200",
     "GET /dashboards/": "302 403 200 200 200 200 200",
     "GET /dashboards/plotly.min.js": "200 200 200 200 200 200 200",
     "GET /manage/prices/": "302 403 403 403 403 200 200",
