@@ -47,7 +47,6 @@ from accounting.pricing import RELATED, interval_of, load_price_list
 
 AGGREGATE_KEYS = (*GROUP_KEYS, "job")
 IDLE = "__idle__"
-UNALLOCATED = "__unallocated__"
 MAX_SETS = 1000
 ZERO = Decimal(0)
 DAY = timedelta(days=1)
