@@ -14,7 +14,7 @@ from accounting import rating
 from accounting.chargeback import Period, chargeback_rows
 from accounting.models import Budget, UsageRecord
 from accounting.pricing import RELATED, currency, interval_of, load_price_list
-from dashboards.models import FIVE_MINUTES, ONE_HOUR, CapacitySample, UsageRollup
+from dashboards.models import FIVE_MINUTES, ONE_HOUR, CapacitySample, RollupMark, UsageRollup
 from dashboards.plain import (
     BurnDown,
     FairShareRow,
@@ -29,7 +29,7 @@ from dashboards.plain import (
     WaitRow,
     percentile,
 )
-from dashboards.rollup import floor_to
+from dashboards.rollup import USAGE_MARK, floor_to
 from gpusched.engine import fairshare
 from queues.models import Flavor, Job, JobEvent, JobFlavor, Node, Queue, Team
 from queues.services.queue_status import HOLDING_STATES, QueueStatus, queues_status
@@ -55,13 +55,25 @@ RANGES = {
 DEFAULT_RANGE = "day"
 
 
-def _buckets(now: datetime, span: Range) -> list[datetime]:
-    """The complete buckets of the range, oldest first (the one in progress is left out: its
-    average would read as a drop)."""
-    step = timedelta(seconds=span.bucket_seconds)
-    last = floor_to(now, span.bucket_seconds) - step
-    count = int(span.length.total_seconds()) // span.bucket_seconds
-    return [last - step * i for i in range(count - 1, -1, -1)]
+def _buckets(
+    now: datetime, span: Range, rolled_to: datetime | None = None
+) -> tuple[list[datetime], float]:
+    """The range's buckets, oldest first, up to what is known, and the seconds of the last one
+    that are. Without a rollup mark (``rolled_to``): the complete buckets (the one in progress
+    left out: its average would read as a drop). With one: up to the bucket holding the mark,
+    its average taken over the part rolled up, so the chart neither lags a bucket behind nor
+    ends in buckets the ledger has not reached yet (read as a false drop to zero)."""
+    size = span.bucket_seconds
+    step = timedelta(seconds=size)
+    last, covered = floor_to(now, size) - step, float(size)
+    if rolled_to is not None:
+        end = min(now, rolled_to)
+        last = floor_to(end, size)
+        covered = (end - last).total_seconds()
+        if covered <= 0:  # the mark is on a bucket's start: the bucket before is complete
+            last, covered = last - step, float(size)
+    count = int(span.length.total_seconds()) // size
+    return [last - step * i for i in range(count - 1, -1, -1)], covered
 
 
 # --- usage over time --------------------------------------------------------------------------
@@ -75,9 +87,11 @@ def usage_series(
     with_capacity: bool = True,
 ) -> UsageSeries:
     """Average GPU-equivalents in use per bucket, by team (the `top` largest, the rest summed as
-    "other teams") or by flavor, with capacity and failed GPU-equivalents. Five queries."""
-    buckets = _buckets(now, span)
+    "other teams") or by flavor, with capacity and failed GPU-equivalents. Six queries."""
+    mark = RollupMark.objects.filter(name=USAGE_MARK).values_list("at", flat=True).first()
+    buckets, covered = _buckets(now, span, mark)
     position = {b: i for i, b in enumerate(buckets)}
+    seconds_of = [float(span.bucket_seconds)] * (len(buckets) - 1) + [covered]
     field = "team_id" if by == "team" else "flavor_id"
     rows = UsageRollup.objects.filter(
         bucket_seconds=span.bucket_seconds,
@@ -102,7 +116,7 @@ def usage_series(
     ):
         i = position.get(bucket)
         if i is not None:
-            values[names.get(key, str(key))][i] = seconds / span.bucket_seconds
+            values[names.get(key, str(key))][i] = seconds / seconds_of[i]
     stacks = {name: tuple(values[name]) for name in sorted(values)}
     other = [0.0] * len(buckets)
     for bucket, seconds in (
@@ -113,7 +127,7 @@ def usage_series(
     ):
         i = position.get(bucket)
         if i is not None:
-            other[i] = seconds / span.bucket_seconds
+            other[i] = seconds / seconds_of[i]
     if rest:
         stacks[OTHER_TEAMS if by == "team" else "other flavors"] = tuple(other)
     capacity: tuple[float | None, ...] = ()

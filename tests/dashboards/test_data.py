@@ -45,6 +45,22 @@ def test_usage_series_averages_each_bucket_per_team_with_capacity_and_failed(
     assert series.capacity[i] is None  # no sample in that bucket
 
 
+def test_usage_series_ends_where_the_ledger_is_rolled_up_without_lag_or_false_drop(
+    make_job: Callable[..., Job], ledger_row: Callable[..., UsageRecord], queue_a: Queue,
+    researcher_a: User, nodes: list[object],
+) -> None:  # fmt: skip
+    """issue 24: the cluster chart lagged up to two buckets and ended in a false drop to zero
+    (buckets the ledger had not reached read as no usage)."""
+    ledger_row(make_job(queue=queue_a, owner=researcher_a), at(0), at(12), units=4)
+    roll_up_usage(at(12))  # the last cycle accrued up to 09:12
+    now = data.usage_series(at(14), data.RANGES["hour"])
+    assert now.buckets[-1] == at(10) and len(now.buckets) == 12  # 09:10, not 09:05
+    assert now.stacks["team-a"][-1] == pytest.approx(4.0)  # 2 min of 4 GPUs: 4, not 1.6
+    later = data.usage_series(at(21), data.RANGES["hour"])  # no cycle since 09:12
+    assert later.buckets[-1] == at(10) and later.stacks["team-a"][-1] == pytest.approx(4.0)
+    assert 0.0 not in later.stacks["team-a"][-3:]  # no drop to zero at the end
+
+
 def test_usage_series_keeps_the_largest_teams_and_sums_the_rest(
     queue_a: Queue, flavor_h100: Flavor, cluster: object
 ) -> None:
