@@ -17,6 +17,7 @@ from accounting.pricing import RELATED, currency, interval_of, load_price_list
 from dashboards.models import FIVE_MINUTES, ONE_HOUR, CapacitySample, RollupMark, UsageRollup
 from dashboards.plain import (
     BurnDown,
+    CohortRow,
     FairShareRow,
     FlavorUtilization,
     MonthlyCosts,
@@ -31,8 +32,9 @@ from dashboards.plain import (
 )
 from dashboards.rollup import USAGE_MARK, floor_to
 from gpusched.engine import fairshare
+from gpusched.engine.quota import lendable
 from queues.models import Flavor, Job, JobEvent, JobFlavor, Node, Queue, Team
-from queues.services.queue_status import HOLDING_STATES, QueueStatus, queues_status
+from queues.services.queue_status import HOLDING_STATES, FlavorStatus, QueueStatus, queues_status
 
 MIG_CONFIG_LABEL = "nvidia.com/mig.config"
 OTHER_TEAMS = "other teams"
@@ -285,6 +287,26 @@ def quota_rows(statuses: Sequence[QueueStatus]) -> list[QuotaRow]:
         QuotaRow(s.queue, f.flavor, f.nominal, f.used, f.borrowed, f.lent)
         for s in statuses
         for f in s.flavors
+    ]
+
+
+def cohort_rows(statuses: Sequence[QueueStatus]) -> list[CohortRow]:
+    """Per cohort and GPU type: the pool, the members lending their unused nominal now and the
+    members borrowing above theirs (the queue pages' lent and borrowed; no query)."""
+    groups: dict[tuple[str, str], list[tuple[str, FlavorStatus]]] = defaultdict(list)
+    for s in statuses:
+        if s.cohort is not None:
+            for f in s.flavors:
+                groups[(s.cohort, f.flavor)].append((s.queue, f))
+    return [
+        CohortRow(
+            cohort=cohort,
+            flavor=flavor,
+            pool=sum(lendable(f.nominal, f.lending_limit) for _, f in members),
+            lenders=tuple((queue, f.lent) for queue, f in members if f.lent > 0),
+            borrowers=tuple((queue, f.borrowed) for queue, f in members if f.borrowed > 0),
+        )
+        for (cohort, flavor), members in sorted(groups.items())
     ]
 
 

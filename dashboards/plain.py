@@ -54,6 +54,17 @@ class QuotaRow:
 
 
 @dataclass(frozen=True)
+class CohortRow:
+    """One cohort and GPU type now: its pool and who lends what of it to whom."""
+
+    cohort: str
+    flavor: str
+    pool: int  # the members' lendable nominal together
+    lenders: tuple[tuple[str, int], ...]  # (queue, units of its unused nominal others use)
+    borrowers: tuple[tuple[str, int], ...]  # (queue, units it uses above its nominal)
+
+
+@dataclass(frozen=True)
 class FairShareRow:
     queue: str
     weight: float

@@ -26,7 +26,7 @@ from django.views.decorators.http import require_GET
 
 from accounting import rating
 from dashboards import data, figures
-from dashboards.plain import FairShareRow, TeamJob
+from dashboards.plain import CohortRow, FairShareRow, TeamJob
 from gpuplatform import access
 from queues.models import Team
 from queues.services.queue_status import SHARE_MEANING, share_label
@@ -108,6 +108,24 @@ def _fair_share_table(rows: list[FairShareRow]) -> dict[str, Any]:
     }  # fmt: skip
 
 
+def _cohort_table(rows: list[CohortRow]) -> dict[str, Any]:
+    def listed(pairs: tuple[tuple[str, int], ...]) -> str:
+        return ", ".join(f"{queue} {units}" for queue, units in pairs) or "nobody"
+
+    return {
+        "id": "cohorts",
+        "caption": (
+            "Cohorts now: who lends to whom. Per GPU type, the pool is what the members may "
+            "lend of their nominal quotas; the lenders' unused nominal is what the borrowers use "
+            "above theirs."
+        ),
+        "columns": ["Cohort", "GPU type", "Pool", "Lent by (units)", "Borrowed by (units)"],
+        "rows": [
+            [r.cohort, r.flavor, r.pool, listed(r.lenders), listed(r.borrowers)] for r in rows
+        ],
+    }
+
+
 def build_quotas(request: HttpRequest, now: datetime, span: data.Range) -> Payload:
     statuses = data.all_queue_statuses(now)
     fair = data.fair_share_rows(statuses)
@@ -117,7 +135,7 @@ def build_quotas(request: HttpRequest, now: datetime, span: data.Range) -> Paylo
             figures.chart("share-now", figures.queue_shares(fair)),
             figures.chart("share", figures.usage_vs_share(fair)),
         ],
-        [_fair_share_table(fair)],
+        [_fair_share_table(fair), _cohort_table(data.cohort_rows(statuses))],
     )
 
 

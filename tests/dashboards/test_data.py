@@ -361,3 +361,16 @@ def test_gpu_map_shows_a_failed_node_as_failed_and_never_more_slots_than_gpus(
     rows = {r.flavor: r for r in data.flavor_utilization(T0)}
     h100 = rows["h100"]
     assert (h100.capacity, h100.used, h100.failed, h100.free) == (16, 8, 8, 0)  # not 24 of 16
+
+
+def test_cohort_rows_say_who_lends_to_whom_now(
+    running_job: Callable[..., Job], queue_a: Queue, queue_b: Queue, researcher_a: User,
+    nodes: list[object],
+) -> None:  # fmt: skip
+    """issue 24: a cohort view of who lends to whom right now (KueueViz has one)."""
+    running_job(queue=queue_a, owner=researcher_a, node="n1", workers=1, gpus_per_worker=8)
+    running_job(queue=queue_a, owner=researcher_a, node="n1", workers=1, gpus_per_worker=4)
+    (row,) = data.cohort_rows(data.all_queue_statuses(T0))
+    assert (row.cohort, row.flavor, row.pool) == ("research", "h100", 16)
+    assert row.lenders == (("team-b/main", 4),)
+    assert row.borrowers == (("team-a/main", 4),)

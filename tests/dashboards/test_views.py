@@ -232,3 +232,18 @@ def test_pages_and_endpoints_run_a_fixed_number_of_queries(
     before = [_queries(client, url, params) for url in urls]
     grow(4)
     assert [_queries(client, url, params) for url in urls] == before
+
+
+def test_quotas_dashboard_has_the_cohort_table_and_the_one_meaning_of_share(
+    client: Client, platform_admin: User, running_job: Callable[..., Job], queue_a: Queue,
+    queue_b: Queue, researcher_a: User, nodes: list[object],
+) -> None:  # fmt: skip
+    running_job(queue=queue_a, owner=researcher_a, node="n1", workers=1, gpus_per_worker=8)
+    running_job(queue=queue_a, owner=researcher_a, node="n1", workers=1, gpus_per_worker=4)
+    login(client, platform_admin)
+    body = client.get(reverse("dashboard-data", args=["quotas"])).json()
+    tables = {t["id"]: t for t in body["tables"]}
+    assert tables["cohorts"]["rows"] == [["research", "h100", 16, "team-b/main 4", "team-a/main 4"]]
+    fair = {row[0]: row for row in tables["fair-share"]["rows"]}
+    assert fair["team-a/main"][2] == "0.25" and fair["team-a/main"][5].startswith("over its share")
+    assert "share is the scheduler's own" in tables["fair-share"]["caption"]
