@@ -118,6 +118,7 @@ def observe_workloads(
         "queue__team", "service_class", "runtime"
     )
     watched: set[str] = set()
+    starting: list[tuple[Job, tuple[WorkerStatus, ...]]] = []  # started together, see _start
     for job in jobs:
         watched.add(str(job.pk))
         workload = workloads.get(str(job.pk))
@@ -142,7 +143,8 @@ def observe_workloads(
                 else:
                     events += gang.repair(job, runtime, team, now, effects, report)[0]
             continue
-        events += _follow(job, runtime, workload, now, effects, report)
+        events += _follow(job, runtime, workload, now, effects, report, starting)
+    events += _start(starting, now, report)
     for job_id, workload in workloads.items():
         if job_id not in watched and not _terminating(workload):
             effects.append(_orphan_stop(cluster, job_id, workload, now))
@@ -157,6 +159,7 @@ def _follow(
     now: datetime,
     effects: list[fx.Effect],
     report: CycleReport,
+    starting: list[tuple[Job, tuple[WorkerStatus, ...]]] | None = None,
 ) -> list[JobEvent]:
     team = gang.inspect(runtime, workload)
     failed = [
@@ -178,6 +181,9 @@ def _follow(
             workers = kept  # an elastic job going on with the workers it has
     phase = workload_phase(w.phase for w in workers)
     if phase in (WorkloadPhase.RUNNING, WorkloadPhase.SUCCEEDED) and job.state == "admitted":
+        if phase == WorkloadPhase.RUNNING and starting is not None:
+            starting.append((job, workers))
+            return out
         if not move(job, Job.State.RUNNING, now):
             return out
         nodes = sorted({w.node for w in workers})
@@ -189,6 +195,30 @@ def _follow(
             return out
         effects.append(fx.stop(job, 0, cluster_id))  # remove the completed pods
         out.append(job_events.recorded(job, job_events.succeeded(), now, report))
+    return out
+
+
+def _start(
+    starting: list[tuple[Job, tuple[WorkerStatus, ...]]], now: datetime, report: CycleReport
+) -> list[JobEvent]:
+    """Move the admitted jobs whose workers all run to RUNNING: one locking read and one UPDATE
+    for all of them. A job that changed meanwhile (cancelled) is left as it is, like `move`."""
+    if not starting:
+        return []
+    with transaction.atomic():
+        still = set(
+            Job.objects.select_for_update()
+            .filter(pk__in=[job.pk for job, _ in starting], state=Job.State.ADMITTED)
+            .values_list("pk", flat=True)
+        )
+        Job.objects.filter(pk__in=still).update(state=Job.State.RUNNING, started_at=now)
+    out = []
+    for job, workers in starting:
+        if job.pk in still:
+            job.transition_to(Job.State.RUNNING, now=now)  # what the UPDATE wrote
+            nodes = sorted({w.node for w in workers})
+            said = job_events.started(workers=len(workers), nodes=nodes)
+            out.append(job_events.recorded(job, said, now, report))
     return out
 
 
