@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime, time
 from typing import Any
 
 from django import forms
@@ -9,12 +10,23 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
+from django.db.models import Prefetch
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from gpuplatform import access
-from queues.models import IllegalTransition, Job, JobEvent, JobRuntime, Queue, ServiceClass
+from queues.models import (
+    Flavor,
+    IllegalTransition,
+    Job,
+    JobEvent,
+    JobFlavor,
+    JobRuntime,
+    Queue,
+    ServiceClass,
+)
 from queues.services import cancel_job, clock
 
 PAGE_SIZE = 50
@@ -42,6 +54,18 @@ class JobFilterForm(forms.Form):
         queryset=ServiceClass.objects.all(), required=False, empty_label="any class",
         label="Class",
     )  # fmt: skip
+
+    owner = forms.CharField(required=False, label="Owner", max_length=150)
+    flavor = forms.ModelChoiceField(
+        queryset=Flavor.objects.all(), required=False, empty_label="any GPU type",
+        label="GPU type",
+    )  # fmt: skip
+    submitted_from = forms.DateField(
+        required=False, label="Submitted from (UTC)", widget=forms.DateInput(attrs={"type": "date"})
+    )
+    submitted_to = forms.DateField(
+        required=False, label="Submitted to (UTC)", widget=forms.DateInput(attrs={"type": "date"})
+    )
 
     def __init__(self, *args: Any, user: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -74,16 +98,59 @@ def job_list(request: HttpRequest) -> HttpResponse:
             jobs = jobs.filter(queue=data["queue"])
         if data.get("service_class"):
             jobs = jobs.filter(service_class=data["service_class"])
+        if data.get("owner"):
+            jobs = jobs.filter(owner__username=data["owner"].strip())
+        if data.get("flavor"):
+            jobs = jobs.filter(flavor_links__flavor=data["flavor"]).distinct()
+        if data.get("submitted_from"):
+            jobs = jobs.filter(submitted_at__gte=_utc(data["submitted_from"], time.min))
+        if data.get("submitted_to"):
+            jobs = jobs.filter(submitted_at__lte=_utc(data["submitted_to"], time.max))
     sort, order = _order(request.GET.get("sort", DEFAULT_SORT))
-    jobs = jobs.select_related("queue__team", "owner", "service_class").order_by(*order)
+    jobs = (
+        jobs.select_related("queue__team", "owner", "service_class", "runtime__flavor")
+        .prefetch_related(
+            Prefetch(
+                "flavor_links",
+                queryset=JobFlavor.objects.select_related("flavor").order_by("rank"),
+                to_attr="ranked_flavors",
+            )
+        )
+        .order_by(*order)
+    )
     page = Paginator(jobs, PAGE_SIZE).get_page(request.GET.get("page"))
+    now = timezone.now()
+    rows = [(job, _times(job, now)) for job in page]
     params = request.GET.copy()
     params.pop("page", None)
     return render(
         request,
         "queues/job_list.html",
-        {"form": form, "page": page, "sort": sort, "query": params.urlencode()},
+        {"form": form, "page": page, "rows": rows, "sort": sort, "query": params.urlencode()},
     )
+
+
+def _utc(day: Any, at: time) -> datetime:
+    return datetime.combine(day, at, tzinfo=timezone.get_current_timezone())
+
+
+def _times(job: Job, now: datetime) -> dict[str, Any]:
+    """The list's columns a job's timestamps give: its GPU type (the admitted one, else its
+    choices in order), the wait (so far, or until it started) and the runtime (so far, or until
+    it ended), in wall-clock seconds."""
+    runtime = getattr(job, "runtime", None)
+    holding = job.state in ("admitted", "running", "preempted")
+    if holding and runtime is not None and runtime.flavor is not None:
+        gpu_type = runtime.flavor.name
+    else:
+        gpu_type = " or ".join(link.flavor.name for link in getattr(job, "ranked_flavors", []))
+    end = job.finished_at or now
+    if job.started_at is not None:
+        wait = (job.started_at - job.submitted_at).total_seconds()
+        ran: float | None = max(0.0, (end - job.started_at).total_seconds())
+    else:
+        wait, ran = (end - job.submitted_at).total_seconds(), None
+    return {"gpu_type": gpu_type, "wait": max(0.0, wait), "runtime": ran}
 
 
 def _placement(job: Job) -> list[dict[str, Any]]:
