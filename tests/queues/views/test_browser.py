@@ -84,6 +84,7 @@ def test_researcher_submits_sees_it_run_reads_why_the_next_waits_and_cancels(
 
     page.goto(f"{base}/jobs/")
     page.get_by_role("link", name="llm-big").click()
+    page.once("dialog", lambda dialog: dialog.accept())  # "Cancel job llm-big (#..)?"
     page.get_by_role("button", name="Cancel job").click()
     page.wait_for_load_state()
     assert page.locator("#job-state").inner_text() == "Cancelled"
