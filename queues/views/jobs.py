@@ -179,6 +179,7 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "runtime_note": clock.runtime_note(job.estimated_runtime, job.cluster),
             "events": events,
             "can_cancel": not job.is_finished and access.can_cancel_job(request.user, job),
+            "can_copy": access.submittable_queues(request.user).filter(pk=job.queue_id).exists(),
         },
     )
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import shlex
 from typing import Any
 
 from django.conf import settings
@@ -14,7 +15,8 @@ from django.views.decorators.http import require_GET
 
 from gpuplatform import access
 from gpuplatform.rest import count_submission
-from queues.forms.submit import SubmitForm
+from queues.forms.submit import FLAVOR_FIELDS, SubmitForm
+from queues.models import Job
 from queues.models.job_rules import InvalidSubmission
 from queues.services import submit_job
 from queues.services.estimate import Estimate, estimate_submission
@@ -71,6 +73,8 @@ def submit(request: HttpRequest) -> HttpResponse:
         initial: dict[str, Any] = {}
         if request.GET.get("queue"):
             initial["queue"] = request.GET["queue"]
+        if request.GET.get("copy", "").isdigit():
+            initial.update(_copy_of(request, int(request.GET["copy"])))
         form = SubmitForm(user=request.user, initial=initial)
         queues = list(form.open_queues[:2])
         if "queue" not in initial and len(queues) == 1:
@@ -81,6 +85,32 @@ def submit(request: HttpRequest) -> HttpResponse:
         {"form": form, "estimate": estimate, "queue_info": form.queue_info()},
         status=status,
     )
+
+
+def _copy_of(request: HttpRequest, pk: int) -> dict[str, Any]:
+    """The form's initial values from a job the user may see (clone / resubmit): the same
+    request under a new name; nothing for a job they may not see."""
+    job = Job.objects.visible_to(request.user).filter(pk=pk).first()
+    if job is None:
+        return {}
+    flavors = [f.pk for f in job.acceptable_flavors()]
+    initial: dict[str, Any] = {
+        "queue": job.queue_id,
+        "service_class": job.service_class_id,
+        "name": f"{job.name}-copy"[:63].rstrip("-"),
+        "image": job.image,
+        "command": shlex.join(job.command),
+        "workers": job.workers,
+        "gpus_per_worker": job.gpus_per_worker,
+        "min_workers": job.min_workers if job.is_elastic else None,
+        "topology_level": job.topology_level,
+        "topology_mode": job.topology_mode,
+        "estimated_runtime": (
+            None if job.estimated_runtime is None else max(1, round(job.estimated_runtime / 60))
+        ),
+    }
+    initial.update(zip(FLAVOR_FIELDS, flavors, strict=False))
+    return initial
 
 
 def _submit(request: HttpRequest, form: SubmitForm) -> Any:
