@@ -118,7 +118,8 @@ def moment_of(
 
 
 def payload(kind: str, message: str, data: dict[str, Any]) -> tuple[str, str, str]:
-    return str(kind), message, json.dumps(data)
+    """Kind, words and data as text with the keys sorted: PostgreSQL's jsonb keeps no key order."""
+    return str(kind), message, json.dumps(data, sort_keys=True)
 
 
 def compare(decisions: dict[datetime, tuple[LiveSnapshot, CycleResult]]) -> set[str]:
