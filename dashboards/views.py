@@ -329,7 +329,8 @@ def page(request: HttpRequest, slug: str) -> HttpResponse:
         span = _range(request)
         payload = dashboard.build(request, timezone.now(), span)
     except BadParameter as error:
-        return HttpResponse(str(error), status=400, content_type="text/plain")
+        context = {"title": "Bad dashboard parameter", "message": str(error)}
+        return render(request, "error.html", context, status=400)
     context: dict[str, Any] = {
         "dashboard": dashboard,
         "dashboards": _available(request),
