@@ -30,6 +30,7 @@ from queues.models import (
 from queues.services import cancel_job, clock
 
 PAGE_SIZE = 50
+LIVE_SECONDS = 10  # the job page and the list follow the scheduler (static/js/live.js)
 SORTS = {
     "name": ("name", "pk"),
     "queue": ("queue__team__name", "queue__name", "-pk"),
@@ -126,7 +127,14 @@ def job_list(request: HttpRequest) -> HttpResponse:
     return render(
         request,
         "queues/job_list.html",
-        {"form": form, "page": page, "rows": rows, "sort": sort, "query": params.urlencode()},
+        {
+            "form": form,
+            "page": page,
+            "rows": rows,
+            "sort": sort,
+            "query": params.urlencode(),
+            "live_seconds": LIVE_SECONDS,
+        },
     )
 
 
@@ -180,6 +188,7 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "events": events,
             "can_cancel": not job.is_finished and access.can_cancel_job(request.user, job),
             "can_copy": access.submittable_queues(request.user).filter(pk=job.queue_id).exists(),
+            "live_seconds": LIVE_SECONDS,
         },
     )
 
