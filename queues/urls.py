@@ -1,6 +1,6 @@
 from django.urls import include, path
 
-from queues.views import jobs, queues, submit
+from queues.views import jobs, nodes, queues, submit
 
 urlpatterns = [
     path("submit/", submit.submit, name="submit"),
@@ -10,5 +10,7 @@ urlpatterns = [
     path("jobs/<int:pk>/cancel/", jobs.job_cancel, name="job-cancel"),
     path("queues/", queues.queue_list, name="queues"),
     path("queues/<int:pk>/", queues.queue_detail, name="queue-detail"),
+    path("nodes/<int:pk>/", nodes.node_detail, name="node-detail"),
+    path("nodes/<int:pk>/<slug:action>/", nodes.node_action, name="node-action"),
     path("manage/", include("queues.views.manage.urls")),
 ]

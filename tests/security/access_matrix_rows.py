@@ -52,6 +52,8 @@ PAGES: dict[str, str] = {
     "GET /queues/": "302 403 200 200 200 403 200",
     "GET /queues/{queue_a}/": "302 403 200 200 404 403 200",
     "GET /queues/{queue_b}/": "302 403 404 404 200 403 200",
+    "GET /nodes/{node}/": "302 403 403 403 403 403 200",
+    "POST /nodes/{node}/cordon/": "302 403 403 403 403 403 302",
     "GET /manage/": "302 403 403 200 403 403 200",
     "GET /manage/teams/": "302 403 403 200 403 403 200",
     "GET /manage/teams/new/": "302 403 403 403 403 403 200",
