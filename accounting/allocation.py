@@ -39,11 +39,10 @@ from accounting.chargeback import (
     Period,
     Totals,
     grouped_totals,
-    overlapping,
 )
-from accounting.idle import capacities
+from accounting.idle import idle_lines
 from accounting.models import UsageRecord
-from accounting.pricing import RELATED, interval_of, load_price_list
+from accounting.pricing import load_price_list
 
 AGGREGATE_KEYS = (*GROUP_KEYS, "job")
 IDLE = "__idle__"
@@ -238,21 +237,6 @@ def allocation_set(
             idle.totals.gpu_hours = idle.totals.gpu_equivalent_hours
             out[IDLE] = idle
     return out
-
-
-def idle_lines(period: Period) -> list[rating.ClusterIdle]:
-    """Idle GPU-equivalent-hours and cost per cluster and whole-GPU flavor over the period."""
-    if period.end <= period.start:
-        return []
-    price_list = load_price_list()
-    records = overlapping(UsageRecord.objects.all(), period).select_related(*RELATED)
-    charges = rating.rate(
-        (interval_of(r, period.start, period.end) for r in records.iterator(chunk_size=2000)),
-        price_list,
-    )
-    return rating.idle_costs(
-        charges, capacities(period, price_list), price_list, period.start, period.end
-    )
 
 
 def _share(

@@ -92,16 +92,32 @@ def current_capacities(
     ]
 
 
-def idle_shares(period: Period) -> list[rating.IdleShare]:
-    """Every team's share of every cluster's idle cost over the period."""
-    if period.end <= period.start:
-        return []
+def _rated(period: Period) -> tuple[list[rating.Charge], rating.PriceList]:
+    """Every ledger row's charge inside the period, and the price list it was rated with."""
     price_list = load_price_list()
     records = overlapping(UsageRecord.objects.all(), period).select_related(*RELATED)
     charges = rating.rate(
         (interval_of(r, period.start, period.end) for r in records.iterator(chunk_size=2000)),
         price_list,
     )
+    return charges, price_list
+
+
+def idle_lines(period: Period) -> list[rating.ClusterIdle]:
+    """Idle GPU-equivalent-hours and cost per cluster and whole-GPU flavor over the period."""
+    if period.end <= period.start:
+        return []
+    charges, price_list = _rated(period)
+    return rating.idle_costs(
+        charges, capacities(period, price_list), price_list, period.start, period.end
+    )
+
+
+def idle_shares(period: Period) -> list[rating.IdleShare]:
+    """Every team's share of every cluster's idle cost over the period."""
+    if period.end <= period.start:
+        return []
+    charges, price_list = _rated(period)
     return rating.share_idle_cost(
         charges, capacities(period, price_list), price_list, period.start, period.end
     )

@@ -22,6 +22,7 @@ from django.utils import timezone
 
 from accounting import allocation, rating
 from accounting.chargeback import ParameterError, parse_period
+from accounting.idle import idle_lines
 from accounting.models import UsageRecord
 from accounting.pricing import currency
 from dashboards.figures import colour_of
@@ -56,7 +57,7 @@ def _lines(period: allocation.Period, step: str) -> tuple[list[Line], list[str]]
         one = allocation.allocation_set(
             records, records, part, ("team",), include_idle=False, share_idle=False
         )
-        idle = allocation.idle_lines(part)
+        idle = idle_lines(part)
         costs = {name: rating.quantize_money(item.totals.cost) for name, item in one.items()}
         teams.update(costs)
         lines.append(
