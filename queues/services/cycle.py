@@ -1,6 +1,6 @@
 """``run_cycle``: one live scheduling cycle, single-flight and safe to re-run.
 
-1. take the lease (another worker holds it: do nothing);
+1. take the lease (another worker holds it: do nothing), renewed while the cycle works;
 2. sync every cluster and record what happened there (observe.py);
 3. requeue preempted jobs whose grace period is over;
 4. build the snapshot and let the pure engine decide;
@@ -56,40 +56,45 @@ def run_cycle(
 
 
 def _run(report: CycleReport, now: datetime | None, policy: str, worker: str) -> None:
-    moment = report.now
     holder = lease.new_holder()
     if not lease.acquire(holder):
         report.ran = False
         logger.info("scheduling cycle skipped: another worker holds the lease")
         return
-    started = time.perf_counter()
-    phases = PhaseTimer()
     try:
-        with phases("sync"):
-            effects = observe.sync_clusters(moment, report)
-            with transaction.atomic():
-                observe.finish_stops(moment, report)
-        with phases("snapshot"):
-            live = build_snapshot(moment)
-        with phases("decide"):
-            # a fresh engine state: every snapshot object is new, so nothing kept is reused
-            result = decide(live.snapshot, policy, state=EngineState())
-        with phases("apply"), transaction.atomic():
-            lease.confirm(holder)
-            effects += apply_result(live, result, report)
-            record_admission_waits(moment)  # kueue_admission_wait_time_seconds
-            cycle_id = report.cycle_id
-            transaction.on_commit(lambda: _carry_out(effects, now, cycle_id))
-        with phases("accounting"):
-            accrue_usage(moment)  # the usage ledger up to this cycle (accounting/ledger.py)
-            record_cycle(moment)  # dashboards: usage and capacity series (dashboards/rollup.py)
-        report.duration_seconds = time.perf_counter() - started
-        _record(report, worker or holder, phases.seconds)
+        with lease.Renewal(holder):
+            _work(report, now, policy, worker or holder, holder)
     finally:
         lease.release(holder)
     logger.info(
         "%s (%.3f s, cycle run %s)", report.summary(), report.duration_seconds, report.cycle_run_id
     )
+
+
+def _work(report: CycleReport, now: datetime | None, policy: str, worker: str, holder: str) -> None:
+    moment = report.now
+    started = time.perf_counter()
+    phases = PhaseTimer()
+    with phases("sync"):
+        effects = observe.sync_clusters(moment, report)
+        with transaction.atomic():
+            observe.finish_stops(moment, report)
+    with phases("snapshot"):
+        live = build_snapshot(moment)
+    with phases("decide"):
+        # a fresh engine state: every snapshot object is new, so nothing kept is reused
+        result = decide(live.snapshot, policy, state=EngineState())
+    with phases("apply"), transaction.atomic():
+        lease.confirm(holder)
+        effects += apply_result(live, result, report)
+        record_admission_waits(moment)  # kueue_admission_wait_time_seconds
+        cycle_id = report.cycle_id
+        transaction.on_commit(lambda: _carry_out(effects, now, cycle_id))
+    with phases("accounting"):
+        accrue_usage(moment)  # the usage ledger up to this cycle (accounting/ledger.py)
+        record_cycle(moment)  # dashboards: usage and capacity series (dashboards/rollup.py)
+    report.duration_seconds = time.perf_counter() - started
+    _record(report, worker, phases.seconds)
 
 
 def _carry_out(effects: list[Effect], now: datetime | None, cycle_id: str) -> None:

@@ -13,6 +13,8 @@ from contextvars import ContextVar
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.conf import settings
+from django.core.cache import cache
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.utils import timezone
@@ -41,23 +43,37 @@ def cycles_run_by_caller() -> Iterator[None]:
         _cycles_deferred.reset(token)
 
 
+# Set while a cycle is queued and not yet started: a burst of submissions queues one cycle.
+CYCLE_QUEUED_KEY = "gpuplatform:cycle-queued"
+
+
 def queue_cycle() -> None:
     """Ask a worker for a scheduling cycle once the current transaction commits.
 
-    A broker that cannot be reached is logged, not raised: the change is committed already and
-    the periodic cycle (Celery beat) picks it up.
+    Debounced: while a queued cycle has not started yet, no other is queued (``cycle_started``
+    clears the mark; it also expires after ``CYCLE_INTERVAL``, so a lost message delays nothing
+    beyond the periodic cycle, which stays the floor). A broker that cannot be reached is
+    logged, not raised: the change is committed already and the periodic cycle picks it up.
     """
     if _cycles_deferred.get():
         return
     transaction.on_commit(_send_cycle)
 
 
+def cycle_started() -> None:
+    """Called by the cycle task as it starts: changes from now on need a cycle of their own."""
+    cache.delete(CYCLE_QUEUED_KEY)
+
+
 def _send_cycle() -> None:
     from queues.tasks import run_scheduling_cycle
 
+    if not cache.add(CYCLE_QUEUED_KEY, 1, timeout=settings.CYCLE_INTERVAL):
+        return  # one is queued already and will see this change
     try:
         run_scheduling_cycle.delay()
     except Exception:  # any broker failure: beat's next tick covers it
+        cache.delete(CYCLE_QUEUED_KEY)
         logger.warning(
             "could not queue a scheduling cycle; the periodic one will run", exc_info=True
         )

@@ -78,3 +78,24 @@ def test_submission_succeeds_when_the_broker_is_down(
         job = submit(gpus=1)
 
     assert Job.objects.get(pk=job.pk).state == Job.State.PENDING
+
+
+def test_a_burst_of_submissions_queues_one_cycle_until_it_starts(
+    world, submit, queued_cycles, django_capture_on_commit_callbacks
+):
+    from django.core.cache import cache
+
+    from queues import tasks
+    from queues.services.jobs import CYCLE_QUEUED_KEY
+
+    cache.delete(CYCLE_QUEUED_KEY)
+    with django_capture_on_commit_callbacks(execute=True):
+        for index in range(20):
+            submit(gpus=1, name=f"burst-{index}")
+    assert queued_cycles == [1]
+
+    tasks.run_scheduling_cycle()  # the queued cycle starts: later changes need their own
+    with django_capture_on_commit_callbacks(execute=True):
+        submit(gpus=1, name="after-the-cycle-started")
+        submit(gpus=1, name="and-another")
+    assert queued_cycles == [1, 1]
