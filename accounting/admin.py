@@ -16,6 +16,7 @@ from accounting.models import (
     UsageRecord,
 )
 from accounting.pricing import record_price_change
+from audit.admin_changes import AuditedAdmin
 
 
 class _AddOnly(admin.ModelAdmin):
@@ -42,7 +43,7 @@ class ClassMultiplierAdmin(_AddOnly):
 
 
 @admin.register(Budget)
-class BudgetAdmin(admin.ModelAdmin):
+class BudgetAdmin(AuditedAdmin, admin.ModelAdmin):
     list_display = ("team", "month", "amount", "currency")
     list_filter = ("month",)
 

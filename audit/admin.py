@@ -14,3 +14,6 @@ class AuditEntryAdmin(admin.ModelAdmin):
 
     def has_change_permission(self, request: object, obj: object = None) -> bool:
         return False
+
+    def has_delete_permission(self, request: object, obj: object = None) -> bool:
+        return False  # the trail is append-only, for superusers too

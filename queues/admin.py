@@ -10,6 +10,7 @@ from django.contrib.auth.admin import GroupAdmin, UserAdmin
 from django.contrib.auth.models import Group, User
 from django.http import HttpRequest
 
+from audit.admin_changes import AuditedAdmin
 from gpuplatform import access
 from queues.models import (
     Cluster,
@@ -48,7 +49,7 @@ class PlatformPermissions:
         return access.is_platform_admin(request.user)
 
 
-class PlatformModelAdmin(PlatformPermissions, admin.ModelAdmin):  # type: ignore[type-arg]
+class PlatformModelAdmin(AuditedAdmin, PlatformPermissions, admin.ModelAdmin):  # type: ignore[type-arg]
     pass
 
 
@@ -67,7 +68,7 @@ def _superuser(request: HttpRequest) -> bool:
 
 
 @admin.register(User)
-class PlatformUserAdmin(PlatformPermissions, UserAdmin):  # type: ignore[type-arg]
+class PlatformUserAdmin(AuditedAdmin, PlatformPermissions, UserAdmin):  # type: ignore[type-arg]
     """Platform admins manage users and their groups; superuser status and per-user permissions,
     and superusers themselves (their password included), are for superusers only."""
 
@@ -85,7 +86,7 @@ class PlatformUserAdmin(PlatformPermissions, UserAdmin):  # type: ignore[type-ar
 
 
 @admin.register(Group)
-class PlatformGroupAdmin(PlatformPermissions, GroupAdmin):
+class PlatformGroupAdmin(AuditedAdmin, PlatformPermissions, GroupAdmin):
     """Groups' Django permissions are for superusers only (the platform's roles are the groups'
     names: gpuplatform/roles.py)."""
 
@@ -249,7 +250,7 @@ class NodeAdmin(PlatformModelAdmin):
     def fail_node(self, request: HttpRequest, queryset: Any) -> None:
         from queues.services import fail_nodes
 
-        changed = fail_nodes(queryset)
+        changed = self.audited_update(request, queryset, fail_nodes)
         self.message_user(
             request, f"{changed} node(s) marked failed; their jobs are requeued next cycle."
         )
@@ -258,7 +259,7 @@ class NodeAdmin(PlatformModelAdmin):
     def recover_node(self, request: HttpRequest, queryset: Any) -> None:
         from queues.services import recover_nodes
 
-        changed = recover_nodes(queryset)
+        changed = self.audited_update(request, queryset, recover_nodes)
         self.message_user(request, f"{changed} node(s) ready again.")
 
 

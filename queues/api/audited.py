@@ -9,8 +9,8 @@ from django.db.models import Model
 from rest_framework.serializers import BaseSerializer
 
 import audit
+from audit.values import audited_values
 from queues.models import Queue, Quota
-from queues.views.manage.audit_values import audited_values
 
 
 class AuditedWritesMixin:

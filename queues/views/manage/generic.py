@@ -13,10 +13,10 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 
 import audit
+from audit.values import audited_values
 from gpuplatform import access
 from queues.forms import manage as manage_forms
 from queues.models import Cluster, Cohort, Flavor, ServiceClass
-from queues.views.manage.audit_values import audited_values
 
 
 @dataclass(frozen=True)

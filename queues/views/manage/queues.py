@@ -12,11 +12,11 @@ from django.shortcuts import get_object_or_404, redirect, render
 
 import audit
 from audit.history import history_for_many
+from audit.values import audited_values
 from gpuplatform import access
 from queues.forms.manage import QueueForm, QuotaFormSet
 from queues.models import Queue, Quota
 from queues.services.quota_impact import QuotaImpact, StrandedGpus, quota_impact, stranded_gpus
-from queues.views.manage.audit_values import audited_values
 
 
 @login_required

@@ -13,10 +13,10 @@ from django.shortcuts import redirect, render
 
 import audit
 from audit.history import history_for_many
+from audit.values import audited_values
 from gpuplatform import access
 from queues.forms.manage import MembershipFormSet, TeamForm
 from queues.models import Membership, Team
-from queues.views.manage.audit_values import audited_values
 
 MEMBER_FIELDS = ("user", "role")
 
