@@ -217,6 +217,8 @@ if not re.fullmatch(r"[1-9][0-9]*/(s|sec|second|m|min|minute|h|hour|d|day)", JOB
     )
 API_TOKEN_TOUCH_SECONDS = 60
 """An API token's last_used_at is written at most this often."""
+# The most jobs one array request may create (Slurm's MaxArraySize).
+JOB_ARRAY_MAX_SIZE = env_int("JOB_ARRAY_MAX_SIZE", 10000, minimum=1)
 API_TOKEN_LIFETIME_DAYS = env_int("API_TOKEN_LIFETIME_DAYS", 90, minimum=1)
 """Days a new API token lives when its owner gives no expiry (tokens/lifetime.py)."""
 API_TOKEN_MAX_LIFETIME_DAYS = env_int(

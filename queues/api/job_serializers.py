@@ -44,6 +44,8 @@ class JobSerializer(serializers.ModelSerializer[Job]):
         fields = [
             "id",
             "name",
+            "array_id",
+            "array_index",
             "queue",
             "queue_name",
             "team",

@@ -29,7 +29,7 @@ from gpuplatform.rest import (
     ReadAnyWritePlatformAdmin,
 )
 from queues import services
-from queues.api import filtersets, idempotency
+from queues.api import arrays, filtersets, idempotency
 from queues.api.audited import AuditedQueueWritesMixin, AuditedWritesMixin
 from queues.api.job_serializers import JobEventSerializer, JobSerializer, JobSubmitSerializer
 from queues.api.serializers import (
@@ -222,7 +222,12 @@ class NodeViewSet(viewsets.ReadOnlyModelViewSet[Node]):
                 ),
             )
         ],
-        description="Submit a job to a queue of your team (rate limited per user).",
+        description=(
+            "Submit a job to a queue of your team (rate limited per user). A job array (Slurm's "
+            '--array): the same body with `"array": N` creates N jobs, a list of bodies one '
+            "job each; all are validated before any is created, all or none are created, and "
+            "the answer is 201 with `array_id`, `count` and `ids`."
+        ),
     ),
 )
 class JobViewSet(
@@ -264,6 +269,8 @@ class JobViewSet(
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         key = idempotency.request_key(request.headers)
         digest = idempotency.fingerprint(request.data) if key else ""
+        if arrays.is_array(request.data):
+            return self._create_array(request, key, digest)
         job_id = idempotency.earlier_job(request.user, key, digest) if key else None
         if job_id is None:
             serializer = JobSubmitSerializer(
@@ -278,6 +285,22 @@ class JobViewSet(
             )
         job = self.get_queryset().get(pk=job_id)
         return Response(JobSerializer(job).data, status=status.HTTP_201_CREATED)
+
+    def _create_array(self, request: Request, key: str, digest: str) -> Response:
+        first = idempotency.earlier_job(request.user, key, digest) if key else None
+        if first is None:
+            submissions = arrays.validated_submissions(request.data, self.get_serializer_context())
+            first = idempotency.submit_once(
+                request.user,
+                key,
+                digest,
+                lambda: services.submit_array(owner=request.user, submissions=submissions)[0],
+            )
+        ids = list(
+            Job.objects.filter(array_id=first).order_by("array_index").values_list("pk", flat=True)
+        )
+        body = {"array_id": first, "count": len(ids), "ids": ids}
+        return Response(arrays.ArrayCreatedSerializer(body).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(
         request=JobSubmitSerializer,

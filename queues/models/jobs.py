@@ -117,6 +117,10 @@ class Job(models.Model):
         blank=True,
         help_text="Simulated cluster only: seconds the job runs before it succeeds.",
     )
+    # A job array (Slurm's --array): the jobs one request created share the id of the first
+    # one, each with its index (0, 1, ...); both empty for a job submitted on its own.
+    array_id = models.PositiveBigIntegerField(null=True, blank=True, db_index=True, editable=False)
+    array_index = models.PositiveIntegerField(null=True, blank=True, editable=False)
 
     objects = JobQuerySet.as_manager()
 

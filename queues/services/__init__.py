@@ -3,10 +3,12 @@ and management commands call these functions:
 
 - ``run_cycle(now=None)``: one live scheduling cycle (single-flight), returns a ``CycleReport``;
 - ``build_snapshot(now)``: the engine's snapshot from the database;
-- ``submit_job(...)``, ``cancel_job(job, by_user)``: what users do to jobs;
+- ``submit_job(...)``, ``submit_array(owner=, submissions=)``, ``cancel_job(job, by_user)``:
+  what users do to jobs;
 - ``fail_nodes(nodes)``, ``recover_nodes(nodes)``: failure injection on simulated clusters.
 """
 
+from queues.services.arrays import submit_array
 from queues.services.cycle import run_cycle
 from queues.services.jobs import cancel_job, queue_cycle, submit_job
 from queues.services.nodes import fail_nodes, recover_nodes
@@ -22,5 +24,6 @@ __all__ = [
     "queue_cycle",
     "recover_nodes",
     "run_cycle",
+    "submit_array",
     "submit_job",
 ]
