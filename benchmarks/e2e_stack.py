@@ -120,6 +120,16 @@ class Stack:
         )
         return [int(pid) for pid in listed.stdout.split()]
 
+    def cpu_seconds(self, name: str) -> float:
+        """User + system CPU seconds used so far by one child's live processes (Linux /proc)."""
+        ticks = os.sysconf("SC_CLK_TCK")
+        total = 0
+        for pid in self.pids(name):
+            with contextlib.suppress(OSError):
+                fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+                total += int(fields[11]) + int(fields[12])  # utime, stime
+        return total / ticks
+
     def stop(self) -> None:
         """SIGTERM every child's main process (gunicorn's master and Celery's main process stop
         their own workers, warmly), SIGKILL what is left of its group after STOP_SECONDS."""

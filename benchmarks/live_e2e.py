@@ -79,6 +79,7 @@ class Round:
     seconds: dict[str, float] = field(default_factory=dict)  # submitted / admitted / running
     load: list[float] = field(default_factory=list)
     closed_by_server: int = 0
+    cpu: dict[str, float] = field(default_factory=dict)  # CPU seconds of each process group
 
 
 def job_body(world: World, index: int) -> dict[str, Any]:
@@ -193,6 +194,8 @@ def run_round(args: argparse.Namespace, mode: str, number: int, folder: Path) ->
         base = stack.start_web(free_port(), args.web_workers) if mode == "rest" else ""
         stack.wait_until("worker", CycleRun.objects.exists, timeout=90)  # beat ticks: cycles run
         phases_before = probes.phase_counters()
+        cpu_before = {name: stack.cpu_seconds(name) for name in stack.children}
+        cpu_before["this process"] = time.process_time()
         result.load.append(os.getloadavg()[0])
         bodies = [job_body(world, i) for i in range(args.jobs)]
         submissions = Submissions(bodies, len(world.tokens))
@@ -221,6 +224,8 @@ def run_round(args: argparse.Namespace, mode: str, number: int, folder: Path) ->
                 break
             time.sleep(POLL_SECONDS)
         result.load.append(os.getloadavg()[0])
+        result.cpu = {name: stack.cpu_seconds(name) - cpu_before[name] for name in stack.children}
+        result.cpu["this process"] = time.process_time() - cpu_before["this process"]
         close_old_connections()
         result.submitted = total
         result.errors = submissions.errors
@@ -269,6 +274,11 @@ def report_round(
             print(f"    +{offset:6.1f} s  {seconds:6.2f} s  {run.outcome.partition(': ')[2]}")
     print("  phases: " + "; ".join(probes.phase_lines(phases_before, probes.phase_counters())))
     print(f"  load average (1 min) at start / end: {result.load[0]:.2f} / {result.load[1]:.2f}")
+    cpu = ", ".join(
+        f"{name} {seconds:.1f} s ({seconds / max(total, 1) * 1000:.0f} ms per job)"
+        for name, seconds in result.cpu.items()
+    )
+    print(f"  CPU from the first submission until all ran: {cpu} (PostgreSQL's not counted)")
 
 
 def report_queries(world: World, args: argparse.Namespace) -> None:
