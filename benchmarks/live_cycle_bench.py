@@ -65,12 +65,10 @@ def setup_django(url: str) -> None:
     call_command("migrate", verbosity=0)
 
 
-def build_world(
-    nodes: int, queues: int, cohorts: int, jobs: int, seed: int, gpus: int | None = None
-) -> None:
-    from django.contrib.auth.models import User
-    from django.db import transaction
-
+def clear_scheduling_data() -> None:
+    """Delete every job, queue, team, node, cluster, flavor, class, ledger row, cycle run and
+    counter of the database (users and their tokens stay)."""
+    from accounting.models import AccrualMark, Statement, UsageRecord
     from queues.models import (
         Cluster,
         Cohort,
@@ -89,19 +87,40 @@ def build_world(
         Team,
     )
 
+    for model in (SimulatedWorkload, JobRuntime, JobFlavor):
+        model.objects.all().delete()
+    for model in (UsageRecord, Statement, AccrualMark):  # ledger rows protect their jobs
+        model.objects.all().delete()
+    Job.objects.all().delete()
+    for model in (Quota, Queue, Team, Cohort, Node, Cluster, ServiceClass, Flavor):
+        model.objects.all().delete()
+    for model in (CycleRun, MetricCounter, SchedulerLease):
+        model.objects.all().delete()
+
+
+def build_world(
+    nodes: int, queues: int, cohorts: int, jobs: int, seed: int, gpus: int | None = None
+) -> None:
+    from django.contrib.auth.models import User
+    from django.db import transaction
+
+    from queues.models import (
+        Cluster,
+        Cohort,
+        Flavor,
+        Job,
+        JobFlavor,
+        JobRuntime,
+        Node,
+        Queue,
+        Quota,
+        ServiceClass,
+        Team,
+    )
+
     rng = random.Random(seed)
     with transaction.atomic():
-        for model in (SimulatedWorkload, JobRuntime, JobFlavor):
-            model.objects.all().delete()
-        from accounting.models import AccrualMark, Statement, UsageRecord
-
-        for model in (UsageRecord, Statement, AccrualMark):  # ledger rows protect their jobs
-            model.objects.all().delete()
-        Job.objects.all().delete()
-        for model in (Quota, Queue, Team, Cohort, Node, Cluster, ServiceClass, Flavor):
-            model.objects.all().delete()
-        for model in (CycleRun, MetricCounter, SchedulerLease):
-            model.objects.all().delete()
+        clear_scheduling_data()
         owner, _ = User.objects.get_or_create(username="bench")
         h100 = Flavor.objects.create(name="h100", resource="nvidia.com/gpu")
         a100 = Flavor.objects.create(name="a100", resource="nvidia.com/gpu")
