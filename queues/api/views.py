@@ -47,7 +47,6 @@ from queues.api.status_serializers import (
     JobLogsSerializer,
     QueueStatusSerializer,
 )
-from queues.clusters.base import DriverError
 from queues.models import (
     Cluster,
     Cohort,
@@ -65,7 +64,7 @@ from queues.models import (
 )
 from queues.services.estimate import estimate_submission
 from queues.services.queue_status import DEFAULT_PENDING_LIMIT, queue_status
-from queues.services.worker_logs import job_logs, parse_log_query
+from queues.services.worker_logs import LogsUnavailable, job_logs, parse_log_query
 
 
 class TeamViewSet(AuditedWritesMixin, viewsets.ModelViewSet[Team]):
@@ -364,10 +363,6 @@ class JobViewSet(
         query = parse_log_query(request.query_params, job)
         try:
             result = job_logs(job, query.worker, query.tail)
-        except DriverError as error:
-            cluster = job.cluster.name if job.cluster else ""
-            return Response(
-                {"detail": f"Cluster {cluster} cannot be read now: {error}"},
-                status=status.HTTP_503_SERVICE_UNAVAILABLE,
-            )
+        except LogsUnavailable as error:
+            return Response({"detail": str(error)}, status=status.HTTP_503_SERVICE_UNAVAILABLE)
         return Response(JobLogsSerializer(result.as_dict()).data)

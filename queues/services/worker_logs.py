@@ -4,8 +4,8 @@ and ``GET /api/v1/jobs/{id}/logs/`` show (one home for the rules of both).
 Only a job that holds GPUs on a cluster (admitted, running, preempted and stopping), or that
 ended while its pods may still be there, has workers to show; a pending job has none, and the
 answer says why instead. The cluster is read through its driver (`ClusterDriver.worker_logs`),
-at the moment of the request: nothing is stored. A cluster that cannot be read raises the
-driver's `DriverError`; the callers show its message (the API: 503), never a server error.
+at the moment of the request: nothing is stored. A cluster that cannot be read raises
+`LogsUnavailable` with its error; the callers show it (the API: 503), never a server error.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 
-from queues.clusters.base import MAX_LOG_LINES, WorkerLog
+from queues.clusters.base import MAX_LOG_LINES, DriverError, WorkerLog
 from queues.clusters.factory import get_driver
 from queues.clusters.manifests import team_namespace
 from queues.models import Job, JobRuntime
@@ -26,6 +26,10 @@ DEFAULT_TAIL = 100
 MAX_TAIL = MAX_LOG_LINES  # 5000
 HOLDING = frozenset({Job.State.ADMITTED, Job.State.RUNNING, Job.State.PREEMPTED})
 MISSING = "missing"  # the phase of a planned worker that has no pod
+
+
+class LogsUnavailable(Exception):
+    """The job's cluster cannot be read now; the message says which and why."""
 
 
 @dataclass(frozen=True)
@@ -101,18 +105,22 @@ def job_logs(
     job: Job, worker: int | None = None, tail: int = DEFAULT_TAIL, now: datetime | None = None
 ) -> JobLogs:
     """The job's workers (every one, or worker `worker` only) with the last `tail` lines of
-    each log (`tail` 0: the status only). Raises the driver's `DriverError` when the cluster
-    cannot be read (unreachable, refusing, or its connection settings are unusable). `now`:
-    a simulated cluster's clock (default: real time)."""
+    each log (`tail` 0: the status only). Raises `LogsUnavailable` when the cluster cannot be
+    read (unreachable, refusing, or its connection settings are unusable). `now`: a simulated
+    cluster's clock (default: real time)."""
     if not has_workers(job):
         return JobLogs(job.pk, "", [], _why_none(job))
     cluster = job.cluster
     assert cluster is not None  # has_workers
-    driver = get_driver(cluster, now=now)
     try:
-        found = driver.worker_logs(str(job.pk), team_namespace(job.queue.team.name), worker, tail)
-    finally:
-        driver.close()
+        driver = get_driver(cluster, now=now)
+        try:
+            namespace = team_namespace(job.queue.team.name)
+            found = driver.worker_logs(str(job.pk), namespace, worker, tail)
+        finally:
+            driver.close()
+    except DriverError as error:
+        raise LogsUnavailable(f"Cluster {cluster.name} cannot be read now: {error}") from error
     planned = _planned(job) if job.state in HOLDING else {}
     views = {log.index: _view(log, planned.get(log.index, "")) for log in found}
     if worker is None:

@@ -12,9 +12,8 @@ from typing import Any
 import pytest
 from django.core.exceptions import ValidationError
 
-from queues.clusters.base import ClusterUnavailable
 from queues.models import Cluster, Job, SimulatedWorkload
-from queues.services.worker_logs import job_logs, parse_log_query
+from queues.services.worker_logs import LogsUnavailable, job_logs, parse_log_query
 from tests.queues.services.helpers import later
 
 pytestmark = pytest.mark.django_db
@@ -108,7 +107,7 @@ def test_a_cluster_that_cannot_be_read_raises_the_drivers_error(running: Job) ->
         driver="kubernetes", api_url=f"http://127.0.0.1:{closed_port}", token="t"
     )
     running.refresh_from_db()
-    with pytest.raises(ClusterUnavailable, match="list pods of job"):
+    with pytest.raises(LogsUnavailable, match="Cluster sim cannot be read now: list pods of job"):
         job_logs(running)
 
 
