@@ -64,6 +64,12 @@ def running(cluster: EmulatedCluster, pod: str, node: str, restarts: int = 0) ->
     )
 
 
+@pytest.fixture
+def connection(cluster: EmulatedCluster) -> KubernetesConnection:
+    """No timeout is tested here: a loaded machine gets 5 s, not the suite's 0.5 s."""
+    return KubernetesConnection(api_server=cluster.url, token=TOKEN, request_timeout_seconds=5)
+
+
 def log_requests(cluster: EmulatedCluster) -> list[kmock.Request]:
     return [r for r in cluster.requests("GET") if r.subresource == "log"]
 
