@@ -61,6 +61,7 @@ def worker_log(run: SimulatedRun, index: int, node: str, elapsed: float, tail: i
     steps = int(until // STEP_SECONDS)
     ending = _ending(run, index, steps, until) if ended or run.stopped_after is not None else []
     total = 1 + steps + len(ending)
+    throughput = 900 + 200 * _draw(run.job_id, run.launched_at.isoformat(), index, "speed")
     lines = []
     for position in range(max(0, total - tail), total):
         if position == 0:
@@ -68,7 +69,7 @@ def worker_log(run: SimulatedRun, index: int, node: str, elapsed: float, tail: i
                 f"{run.at(0)} rank {index} of {run.world_size}: job {run.job_id} starting on {node}"
             )
         elif position <= steps:
-            lines.append(_step_line(run, index, position))
+            lines.append(_step_line(run, index, position, throughput))
         else:
             lines.append(ending[position - steps - 1])
     return lines
@@ -79,8 +80,7 @@ def _loss(run: SimulatedRun, index: int, step_line: int) -> float:
     return 0.3 + 2.2 * math.exp(-step_line / 40) + 0.08 * noise
 
 
-def _step_line(run: SimulatedRun, index: int, step_line: int) -> str:
-    throughput = 900 + 200 * _draw(run.job_id, run.launched_at.isoformat(), index, "speed")
+def _step_line(run: SimulatedRun, index: int, step_line: int, throughput: float) -> str:
     return (
         f"{run.at(step_line * STEP_SECONDS)} step {step_line * STEPS_PER_LINE} "
         f"loss {_loss(run, index, step_line):.4f} samples/s {throughput:.0f}"
