@@ -10,8 +10,13 @@
   var seconds = Math.max(1, parseInt(region.getAttribute("data-live-seconds"), 10) || 10);
   function changed(field) {
     if (field.tagName === "SELECT") {
-      return Array.prototype.some.call(field.options, function (option) {
-        return option.selected !== option.defaultSelected;
+      // With no option marked selected in the page, a list shows its first one.
+      var marked = Array.prototype.some.call(field.options, function (option) {
+        return option.defaultSelected;
+      });
+      return Array.prototype.some.call(field.options, function (option, index) {
+        var initially = marked ? option.defaultSelected : index === 0 && !field.multiple;
+        return option.selected !== initially;
       });
     }
     if (field.type === "checkbox" || field.type === "radio") {
