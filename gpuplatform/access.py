@@ -81,6 +81,14 @@ def can_cancel_job(user: User, job: Job) -> bool:
     return is_team_admin(user, job.queue.team)
 
 
+def can_read_job_logs(user: User, job: Job) -> bool:
+    """Whoever may see the job reads its workers' pod status and logs: its team's members and
+    platform admins. Finance sees money and aggregates, never a job's details or logs."""
+    if not user.is_authenticated:
+        return False
+    return is_platform_admin(user) or is_team_member(user, job.queue.team)
+
+
 def can_manage_membership(user: User, team: Team) -> bool:
     return is_platform_admin(user) or is_team_admin(user, team)
 

@@ -73,7 +73,7 @@ class VictimSerializer(serializers.Serializer[Any]):
     )
     name = serializers.CharField(allow_blank=True)
     queue = serializers.CharField(allow_blank=True)
-    reason = serializers.CharField(help_text="reclaim, fair-share or priority")
+    reason = serializers.CharField(allow_blank=True, help_text="reclaim, fair-share or priority")
     shrink_to = serializers.IntegerField(
         allow_null=True, help_text="Elastic victim shrunk to this many workers; null: stopped."
     )
@@ -102,3 +102,41 @@ class EstimateSerializer(serializers.Serializer[Any]):
     message = serializers.CharField(allow_blank=True)
     victims = VictimSerializer(many=True)
     quotas = FlavorQuotaSerializer(many=True)
+
+
+class WorkerLogSerializer(serializers.Serializer[Any]):
+    index = serializers.IntegerField(help_text="The worker's rank, 0-based.")
+    pod = serializers.CharField(
+        allow_blank=True, help_text="Its pod's name; empty when it has no pod."
+    )
+    node = serializers.CharField(
+        allow_blank=True, help_text="Where it runs, else the node planned for it."
+    )
+    phase = serializers.ChoiceField(
+        choices=["pending", "running", "succeeded", "failed", "unknown", "missing"],
+        help_text="The pod's phase; unknown: its node stopped reporting; missing: no pod.",
+    )
+    reason = serializers.CharField(
+        allow_blank=True, help_text='The pod\'s status reason, e.g. "Evicted".'
+    )
+    message = serializers.CharField(
+        allow_blank=True,
+        help_text="What the pod says (a waiting container, a failure), and why there are no "
+        "lines when there are none.",
+    )
+    restarts = serializers.IntegerField(help_text="Container restarts in this pod.")
+    lines = serializers.ListField(
+        child=serializers.CharField(allow_blank=True, trim_whitespace=False),
+        help_text="The last lines of its log, oldest first.",
+    )
+
+
+class JobLogsSerializer(serializers.Serializer[Any]):
+    job = serializers.IntegerField()
+    cluster = serializers.CharField(
+        allow_blank=True, help_text="The cluster the job runs on; empty when none."
+    )
+    workers = WorkerLogSerializer(many=True)
+    detail = serializers.CharField(
+        required=False, help_text="Why there are no workers to show (only then)."
+    )

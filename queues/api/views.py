@@ -15,7 +15,7 @@ from drf_spectacular.utils import (
 )
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import ValidationError
+from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.serializers import BaseSerializer
@@ -42,7 +42,11 @@ from queues.api.serializers import (
     ServiceClassSerializer,
     TeamSerializer,
 )
-from queues.api.status_serializers import EstimateSerializer, QueueStatusSerializer
+from queues.api.status_serializers import (
+    EstimateSerializer,
+    JobLogsSerializer,
+    QueueStatusSerializer,
+)
 from queues.models import (
     Cluster,
     Cohort,
@@ -60,6 +64,7 @@ from queues.models import (
 )
 from queues.services.estimate import estimate_submission
 from queues.services.queue_status import DEFAULT_PENDING_LIMIT, queue_status
+from queues.services.worker_logs import LogsUnavailable, job_logs, parse_log_query
 
 
 class TeamViewSet(AuditedWritesMixin, viewsets.ModelViewSet[Team]):
@@ -356,3 +361,31 @@ class JobViewSet(
         job = self.get_object()
         events = JobEvent.objects.filter(job=job).order_by("at", "pk")
         return Response(JobEventSerializer(events, many=True).data)
+
+    @extend_schema(
+        responses={
+            200: JobLogsSerializer,
+            400: OpenApiResponse(description="A bad worker or tail; the parameter is named."),
+            503: OpenApiResponse(description="The job's cluster cannot be read now (its error)."),
+        },
+        parameters=[
+            OpenApiParameter(
+                "worker", int, description="One worker's index (0-based); default: every worker."
+            ),
+            OpenApiParameter("tail", int, description="Last lines of each log: 1 to 5000 (100)."),
+        ],
+    )
+    @action(detail=True, methods=["get"], filter_backends=[], pagination_class=None)
+    def logs(self, request: Request, pk: str | None = None) -> Response:
+        """The job's workers as their pods are now (pod, node, phase, reason, restarts) with
+        the last lines of each log, read from its cluster. A job holding no cluster (pending)
+        has none: ``workers`` is empty and ``detail`` says why."""
+        job = self.get_object()
+        if not access.can_read_job_logs(request.user, job):
+            raise NotFound()
+        query = parse_log_query(request.query_params, job)
+        try:
+            result = job_logs(job, query.worker, query.tail)
+        except LogsUnavailable as error:
+            return Response({"detail": str(error)}, status=status.HTTP_503_SERVICE_UNAVAILABLE)
+        return Response(JobLogsSerializer(result.as_dict()).data)

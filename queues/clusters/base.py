@@ -154,6 +154,7 @@ class WorkerStatus:
     terminating: bool = False  # deletion requested, grace period running
     message: str = ""  # e.g. "ImagePullBackOff: ..." or the pod's failure reason
     reason: str = ""  # the pod's own status reason, e.g. "Evicted" (see `DISRUPTION_REASONS`)
+    restarts: int = 0  # container restarts the kubelet made in this pod (restartCount)
 
     @property
     def disrupted(self) -> bool:
@@ -172,6 +173,24 @@ class WorkloadStatus:
     workers: tuple[WorkerStatus, ...]
     failed_workers: int
     message: str = ""
+
+
+MAX_LOG_LINES = 5000  # the most log lines of one worker a driver is asked for
+
+
+@dataclass(frozen=True)
+class WorkerLog:
+    """One worker of a job as its pod is now, with the last lines of its log.
+
+    `worker` is None when the worker has no pod (never made, deleted, or gone with the job).
+    `lines` holds at most the `tail_lines` asked for, oldest first, without line ends; `note`
+    says why there are none when it is not obvious (the container has not started yet).
+    """
+
+    index: int
+    worker: WorkerStatus | None
+    lines: tuple[str, ...] = ()
+    note: str = ""
 
 
 @dataclass(frozen=True)
@@ -204,6 +223,18 @@ class ClusterDriver(Protocol):
 
     def scale(self, spec: LaunchSpec) -> None:
         """Add missing workers and remove surplus ones (highest index first) to match `spec`."""
+        ...
+
+    def worker_logs(
+        self, job_id: str, namespace: str, worker_index: int | None, tail_lines: int
+    ) -> tuple[WorkerLog, ...]:
+        """The job's workers as their pods are now, by index, each with the last `tail_lines`
+        (0 to `MAX_LOG_LINES`; 0: the status only, no log read) lines of its log.
+
+        `worker_index` None: every worker that has a pod; else that worker only, a
+        `WorkerLog` with `worker=None` when it has no pod. A pod whose container has not
+        started has no lines and a `note` saying so: that is not an error. Reads only.
+        """
         ...
 
     def close(self) -> None:

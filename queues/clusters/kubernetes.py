@@ -24,8 +24,9 @@ from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 
-from queues.clusters import manifests
+from queues.clusters import manifests, pod_logs
 from queues.clusters.base import (
+    MAX_LOG_LINES,
     ClusterState,
     ClusterUnavailable,
     InvalidSpec,
@@ -33,6 +34,7 @@ from queues.clusters.base import (
     NodeInfo,
     QuotaExceeded,
     RequestRejected,
+    WorkerLog,
     WorkerPhase,
     WorkerPlacement,
     WorkerStatus,
@@ -158,6 +160,44 @@ class KubernetesDriver:
             sorted((parse_node(item) for item in node_list.get("items", [])), key=_node_name)
         )
         return ClusterState(nodes=nodes, workloads=workloads_from_pods(pod_list.get("items", [])))
+
+    def worker_logs(
+        self, job_id: str, namespace: str, worker_index: int | None, tail_lines: int
+    ) -> tuple[WorkerLog, ...]:
+        if not 0 <= tail_lines <= MAX_LOG_LINES:
+            raise InvalidSpec(f"tail_lines: must be 0 to {MAX_LOG_LINES}, got {tail_lines}")
+        pods: dict[int, Manifest] = {}
+        for pod in sorted(self._job_pods(job_id, namespace), key=_terminating, reverse=True):
+            pods[_worker_index(pod)] = pod  # a live pod wins over a terminating one
+        if worker_index is not None:
+            if worker_index not in pods:
+                return (WorkerLog(worker_index, None, note=f"worker {worker_index} has no pod"),)
+            pods = {worker_index: pods[worker_index]}
+        return tuple(self._worker_log(pods[index], tail_lines) for index in sorted(pods))
+
+    def _worker_log(self, pod: Manifest, tail_lines: int) -> WorkerLog:
+        worker = _worker_status(pod)
+        waiting = pod_logs.not_started(pod, worker.message)
+        if tail_lines == 0 or waiting:
+            note = f"worker {worker.index} {waiting}" if waiting else ""
+            return WorkerLog(worker.index, worker, note=note)
+        name, namespace = worker.pod_name, str(pod["metadata"].get("namespace", ""))
+        try:
+            with api_errors(f"read the log of pod {namespace}/{name}", tolerate=(404,)):
+                response: Any = self._core.read_namespaced_pod_log(
+                    name,
+                    namespace,
+                    container=manifests.CONTAINER_NAME,
+                    tail_lines=tail_lines,
+                    limit_bytes=pod_logs.LOG_LIMIT_BYTES,
+                    **self._raw(),
+                )
+                data = response.data
+        except _Tolerated:  # deleted since the list
+            return WorkerLog(worker.index, None, note=f"worker {worker.index} has no pod")
+        except RequestRejected as error:  # 400: e.g. its container is (again) waiting to start
+            return WorkerLog(worker.index, worker, note=str(error))
+        return WorkerLog(worker.index, worker, *pod_logs.log_lines(data, pod_logs.LOG_LIMIT_BYTES))
 
     # -- writing -------------------------------------------------------------------------
 
@@ -495,6 +535,10 @@ def _worker_status(pod: Manifest) -> WorkerStatus:
         terminating=_terminating(pod),
         message=_pod_message(status),
         reason=str(status.get("reason") or ""),
+        restarts=sum(
+            parse_count(container.get("restartCount", 0))
+            for container in status.get("containerStatuses") or []
+        ),
     )
 
 

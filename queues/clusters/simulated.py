@@ -19,17 +19,20 @@ from django.db import transaction
 from django.utils import timezone
 
 from queues.clusters.base import (
+    MAX_LOG_LINES,
     ClusterState,
     DriverError,
     InvalidSpec,
     LaunchSpec,
     NodeInfo,
+    WorkerLog,
     WorkerPhase,
     WorkerStatus,
     WorkloadConflict,
     WorkloadStatus,
     workload_phase,
 )
+from queues.clusters.simulated_logs import SimulatedRun, worker_log
 from queues.models import Job, Node, SimulatedWorkload
 
 DEFAULT_RUNTIME_RANGE = (600.0, 7200.0)  # simulated seconds, when a job gives no hint at all
@@ -151,6 +154,44 @@ class SimulatedDriver:
             workers=tuple(workers),
             failed_workers=failed,
             message=next((w.message for w in workers if w.message), ""),
+        )
+
+    def worker_logs(
+        self, job_id: str, namespace: str, worker_index: int | None, tail_lines: int
+    ) -> tuple[WorkerLog, ...]:
+        """The workers of the job's run with generated log lines (`simulated_logs`)."""
+        if not 0 <= tail_lines <= MAX_LOG_LINES:
+            raise InvalidSpec(f"tail_lines: must be 0 to {MAX_LOG_LINES}, got {tail_lines}")
+        now = self.now()
+        row = (
+            SimulatedWorkload.objects.filter(cluster_id=self.cluster_id, job_id=job_id)
+            .exclude(gone_at__lte=now)
+            .first()
+        )
+        ready = dict(Node.objects.filter(cluster_id=self.cluster_id).values_list("name", "ready"))
+        workers = self._status(row, now, ready).workers if row is not None else ()
+        if worker_index is not None:
+            workers = tuple(w for w in workers if w.index == worker_index)
+            if not workers:
+                return (WorkerLog(worker_index, None, note=f"worker {worker_index} has no pod"),)
+        if row is None:
+            return ()
+        elapsed = max(0.0, (now - row.launched_at).total_seconds()) * self.speed
+        stopped = row.stop_requested_at
+        run = SimulatedRun(
+            job_id=job_id,
+            launched_at=row.launched_at,
+            speed=self.speed,
+            run_seconds=row.run_seconds,
+            fails=row.fails,
+            world_size=len(row.workers),
+            stopped_after=None
+            if stopped is None
+            else max(0.0, (stopped - row.launched_at).total_seconds()) * self.speed,
+        )
+        return tuple(
+            WorkerLog(w.index, w, tuple(worker_log(run, w.index, w.node, elapsed, tail_lines)))
+            for w in workers
         )
 
     # -- writing -------------------------------------------------------------------------------

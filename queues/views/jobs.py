@@ -8,7 +8,7 @@ from typing import Any
 from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.paginator import Paginator
 from django.db.models import Prefetch
 from django.http import HttpRequest, HttpResponse
@@ -28,6 +28,15 @@ from queues.models import (
     ServiceClass,
 )
 from queues.services import cancel_job, clock
+from queues.services.worker_logs import (
+    DEFAULT_TAIL,
+    MAX_TAIL,
+    LogQuery,
+    LogsUnavailable,
+    has_workers,
+    job_logs,
+    parse_log_query,
+)
 
 PAGE_SIZE = 50
 LIVE_SECONDS = 10  # the job page and the list follow the scheduler (static/js/live.js)
@@ -189,8 +198,40 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "can_cancel": not job.is_finished and access.can_cancel_job(request.user, job),
             "can_copy": access.submittable_queues(request.user).filter(pk=job.queue_id).exists(),
             "live_seconds": LIVE_SECONDS,
+            "workers": _workers(request, job)
+            if access.can_read_job_logs(request.user, job)
+            else None,
         },
     )
+
+
+def _workers(request: HttpRequest, job: Job) -> dict[str, Any]:
+    """The "Workers and logs" panel: every worker's pod status, and the last lines of one
+    worker's log (``?worker=`` default 0, ``?tail=`` default 100), read from the cluster now."""
+    panel: dict[str, Any] = {
+        "indexes": range(job.workers), "worker": 0, "tail": DEFAULT_TAIL, "max_tail": MAX_TAIL,
+        "errors": {},
+    }  # fmt: skip
+    if not has_workers(job):
+        panel["detail"] = job_logs(job).detail  # reads no cluster
+        return panel
+    try:
+        query = parse_log_query(request.GET, job)
+    except ValidationError as error:
+        panel["errors"] = {field: " ".join(texts) for field, texts in error.message_dict.items()}
+        query = LogQuery(None, DEFAULT_TAIL)
+    panel["worker"] = query.worker or 0
+    panel["tail"] = query.tail
+    try:
+        overview = job_logs(job, None, 0)
+        shown = job_logs(job, panel["worker"], query.tail) if overview.workers else None
+    except LogsUnavailable as error:
+        panel["error"] = str(error)
+        return panel
+    panel["detail"] = overview.detail
+    panel["statuses"] = overview.workers
+    panel["shown"] = shown.workers[0] if shown and shown.workers else None
+    return panel
 
 
 @login_required

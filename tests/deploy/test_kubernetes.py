@@ -89,12 +89,28 @@ def pod_specs(objects: tuple[Obj, ...]) -> dict[str, Obj]:
     }
 
 
-def driver_calls() -> set[tuple[str, str]]:
-    """(resource, verb) of every Kubernetes API call in the driver's code (``self._core.x``)."""
+LOG_READING = ("worker_logs", "_worker_log", "_job_pods")
+"""The driver's methods behind a job's workers and logs: all the web pods call."""
+
+
+def driver_calls(methods: tuple[str, ...] = ()) -> set[tuple[str, str]]:
+    """(resource, verb) of every Kubernetes API call in the driver's code (``self._core.x``), or
+    of the calls in `methods` only; a subresource call (``read_namespaced_pod_log``) is
+    ``pods/log``."""
     verbs = {"list": "list", "read": "get", "create": "create", "delete": "delete",
              "patch": "patch", "replace": "update", "watch": "watch"}  # fmt: skip
+    tree = ast.parse(DRIVER.read_text())
+    if methods:
+        scopes: list[ast.AST] = [
+            node
+            for node in ast.walk(tree)
+            if isinstance(node, ast.FunctionDef) and node.name in methods
+        ]
+        assert {scope.name for scope in scopes} == set(methods)  # type: ignore[attr-defined]
+    else:
+        scopes = [tree]
     calls = set()
-    for node in ast.walk(ast.parse(DRIVER.read_text())):
+    for node in (node for scope in scopes for node in ast.walk(scope)):
         if (
             isinstance(node, ast.Attribute)
             and isinstance(node.value, ast.Attribute)
@@ -102,8 +118,19 @@ def driver_calls() -> set[tuple[str, str]]:
         ):
             verb, _, rest = node.attr.partition("_")
             resource = rest.removeprefix("namespaced_").removesuffix("_for_all_namespaces")
-            calls.add((resource + "s", verbs[verb]))
+            kind, _, subresource = resource.partition("_")
+            calls.add((f"{kind}s/{subresource}" if subresource else f"{kind}s", verbs[verb]))
     return calls
+
+
+def granted(role: Obj) -> set[tuple[str, str]]:
+    return {
+        (resource, verb)
+        for rule in role["rules"]
+        for resource in rule["resources"]
+        for verb in rule["verbs"]
+        if rule["apiGroups"] == [""]
+    }
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
@@ -140,19 +167,26 @@ def test_no_role_grants_a_wildcard(variant: str) -> None:
 def test_the_cluster_role_grants_exactly_the_calls_of_the_driver() -> None:
     calls = driver_calls()
     assert ("pods", "create") in calls and ("nodes", "list") in calls  # the parse works
+    assert ("pods/log", "get") in calls
     role = of_kind(rendered("production"), "ClusterRole")["gpuplatform-scheduler"]
-    granted = {
-        (resource, verb)
-        for rule in role["rules"]
-        for resource in rule["resources"]
-        for verb in rule["verbs"]
-        if rule["apiGroups"] == [""]
-    }
-    assert granted == calls
+    assert granted(role) == calls
     assert all(rule["apiGroups"] == [""] for rule in role["rules"])  # the core API group only
     binding = of_kind(rendered("production"), "ClusterRoleBinding")["gpuplatform-scheduler"]
     assert binding["subjects"] == [
         {"kind": "ServiceAccount", "name": "gpuplatform", "namespace": "gpuplatform"}
+    ]
+
+
+def test_the_web_may_only_list_pods_and_read_their_logs() -> None:
+    """The web pods read a job's workers and logs (the job page, the API) with an account of
+    their own that grants exactly the calls of the driver's log reading: nothing that writes."""
+    calls = driver_calls(LOG_READING)
+    assert calls == {("pods", "list"), ("pods/log", "get")}
+    role = of_kind(rendered("production"), "ClusterRole")["gpuplatform-log-reader"]
+    assert granted(role) == calls
+    binding = of_kind(rendered("production"), "ClusterRoleBinding")["gpuplatform-log-reader"]
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": "gpuplatform-web", "namespace": "gpuplatform"}
     ]
 
 
@@ -164,7 +198,8 @@ def test_every_pod_is_hardened_and_sized(variant: str) -> None:
         pod = spec["securityContext"]
         assert pod["runAsNonRoot"] is True and pod["runAsUser"] == 10001, name
         assert pod["seccompProfile"] == {"type": "RuntimeDefault"}, name
-        assert spec["serviceAccountName"] == "gpuplatform"
+        web = name == "gpuplatform-web"
+        assert spec["serviceAccountName"] == ("gpuplatform-web" if web else "gpuplatform"), name
         volumes = {volume["name"]: volume for volume in spec["volumes"]}
         for container in spec.get("initContainers", []) + spec["containers"]:
             where = f"{name}/{container['name']}"
@@ -180,8 +215,10 @@ def test_every_pod_is_hardened_and_sized(variant: str) -> None:
             refs = {next(iter(ref.values()))["name"] for ref in container["envFrom"]}
             assert any(ref.startswith("gpuplatform-config") for ref in refs), where
             assert any(ref.startswith("gpuplatform-secrets") for ref in refs), where
-        # only the worker talks to the cluster it runs in: only it mounts the token
-        assert spec["automountServiceAccountToken"] is (name == "gpuplatform-worker"), name
+        # only the worker (to schedule) and the web (to read logs, outside the demo) talk to the
+        # cluster they run in: only they mount their account's token
+        talks = name == "gpuplatform-worker" or (web and variant != "demo")
+        assert spec["automountServiceAccountToken"] is talks, name
 
 
 def test_production_runs_migrations_in_the_job_before_the_web_worker_and_beat() -> None:

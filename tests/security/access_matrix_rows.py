@@ -152,6 +152,8 @@ API: dict[str, str] = {
     "POST /api/v1/jobs/{id}/cancel/ job_b": "401 404 404 404 200 404 200",
     "GET /api/v1/jobs/{id}/events/ job_a": "401 404 200 200 404 404 200",
     "GET /api/v1/jobs/{id}/events/ job_b": "401 404 404 404 200 404 200",
+    "GET /api/v1/jobs/{id}/logs/ job_a": "401 404 200 200 404 404 200",
+    "GET /api/v1/jobs/{id}/logs/ job_b": "401 404 404 404 200 404 200",
     "GET /api/v1/memberships/": "401 200 200 200 200 200 200",
     "POST /api/v1/memberships/ into_team_a": "401 403 403 201 403 403 201",
     "POST /api/v1/memberships/ into_team_b": "401 403 403 400 403 403 201",

@@ -21,6 +21,12 @@ kmock facts these tests rely on (read from its source, kmock 0.8):
   answers them with an error*: an injected 500 on a create still stores the object, like a
   real API server whose response was lost.
 
+kmock does not serve the ``log`` subresource (a GET of ``pods/<name>/log`` answers the pod's
+JSON): `FaultyEmulator` serves it as the API server and kubelet do, from the text set with
+`EmulatedCluster.set_pod_log`: ``text/plain``, ``tailLines`` (the last lines) then
+``limitBytes`` (the first bytes of those), 404 for a pod that is not there, 400 for a container
+the pod does not have or that has not started (no running or terminated state, now or last).
+
 For refusals that really refuse (the object is *not* stored, as when a ResourceQuota or an
 admission webhook says no) and for answers that never arrive, `EmulatedCluster.fail` and
 `EmulatedCluster.lose_response` inject a `Fault` into the emulator itself (`FaultyEmulator`):
@@ -119,6 +125,7 @@ class FaultyEmulator(kmock.KubernetesEmulator):
 
     faults: list[Fault] = attrs.field(factory=list)
     answered: list[tuple[Fault, kmock.Request]] = attrs.field(factory=list)
+    pod_logs: dict[tuple[str, str], str] = attrs.field(factory=dict)
 
     def _due(self, request: kmock.Request) -> Fault | None:
         due = None
@@ -133,6 +140,8 @@ class FaultyEmulator(kmock.KubernetesEmulator):
 
     async def _handle(self, request: kmock.Request) -> aiohttp.web.StreamResponse:
         fault = self._due(request)
+        if fault is None and request.resource == PODS and request.subresource == "log":
+            return self._serve_log(request)
         if fault is None:
             return await super()._handle(request)
         self.answered.append((fault, request))
@@ -148,6 +157,40 @@ class FaultyEmulator(kmock.KubernetesEmulator):
                 transport.abort()  # the client never reads an answer
             return response or aiohttp.web.Response(status=500)
         return aiohttp.web.json_response(fault.status_body(), status=fault.status)
+
+    def _serve_log(self, request: kmock.Request) -> aiohttp.web.StreamResponse:
+        namespace, name = request.namespace or "", request.name or ""
+        stored = dict(self.objects.items()).get((PODS, namespace, name))
+        if stored is None or stored.deleted:
+            return _status_response(404, "NotFound", f'pods "{name}" not found')
+        pod = stored.raw
+        containers = [c["name"] for c in pod["spec"]["containers"]]
+        container = request.params.get("container") or containers[0]
+        if container not in containers:
+            return _status_response(
+                400, "BadRequest", f"container {container} is not valid for pod {name}"
+            )
+        statuses = (pod.get("status") or {}).get("containerStatuses") or []
+        status = next((c for c in statuses if c.get("name") == container), {})
+        state = status.get("state") or {}
+        started = "running" in state or "terminated" in state
+        if not (started or "terminated" in (status.get("lastState") or {})):
+            waiting = (state.get("waiting") or {}).get("reason", "ContainerCreating")
+            message = f'container "{container}" in pod "{name}" is waiting to start: {waiting}'
+            return _status_response(400, "BadRequest", message)
+        lines = self.pod_logs.get((namespace, name), "").splitlines(keepends=True)
+        if "tailLines" in request.params:
+            lines = lines[len(lines) - min(len(lines), int(request.params["tailLines"])) :]
+        body = "".join(lines).encode()
+        if "limitBytes" in request.params:
+            body = body[: int(request.params["limitBytes"])]
+        return aiohttp.web.Response(body=body, content_type="text/plain")
+
+
+def _status_response(code: int, reason: str, message: str) -> aiohttp.web.Response:
+    body = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+            "message": message, "reason": reason, "code": code}  # fmt: skip
+    return aiohttp.web.json_response(body, status=code)
 
 
 class EmulatedCluster:
@@ -256,6 +299,10 @@ class EmulatedCluster:
             self.emulator.objects[PODS, namespace, name].patch({"status": status})
 
         self.call(patch)
+
+    def set_pod_log(self, namespace: str, name: str, text: str) -> None:
+        """What the pod's container has written so far (served on ``pods/<name>/log``)."""
+        self.call(lambda: self.emulator.pod_logs.__setitem__((namespace, name), text))
 
     def evict_pod(self, namespace: str, name: str, message: str = "") -> None:
         """What the kubelet (node pressure) or a drain's eviction leaves of a running pod."""
