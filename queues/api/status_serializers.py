@@ -7,6 +7,8 @@ from typing import Any
 
 from rest_framework import serializers
 
+from queues.services.queue_status import SHARE_MEANING
+
 
 class FlavorStatusSerializer(serializers.Serializer[Any]):
     flavor = serializers.CharField()
@@ -60,6 +62,7 @@ class QueueStatusSerializer(serializers.Serializer[Any]):
     decayed_usage = serializers.FloatField(help_text="H(q): decayed GPU-equivalent-seconds.")
     fair_share_score = serializers.FloatField(help_text="(H/tau + U)/weight; lower runs first.")
     slurm_factor = serializers.FloatField(help_text="Slurm's fair-share factor; 0.5 at share.")
+    share = serializers.FloatField(help_text=SHARE_MEANING)
     pending_count = serializers.IntegerField()
     pending = PendingEntrySerializer(
         many=True,
