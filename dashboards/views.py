@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import plotly
+from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
@@ -26,9 +27,10 @@ from django.views.decorators.http import require_GET
 
 from accounting import rating
 from dashboards import data, figures
-from dashboards.plain import CohortRow, FairShareRow, TeamJob
+from dashboards.plain import CohortRow, FairShareRow, ShareTreeRow, TeamJob
+from dashboards.sshare import share_tree
 from gpuplatform import access
-from queues.models import Team
+from queues.models import Flavor, Team
 from queues.services.queue_status import SHARE_MEANING, share_label
 
 Payload = dict[str, Any]
@@ -136,6 +138,51 @@ def build_quotas(request: HttpRequest, now: datetime, span: data.Range) -> Paylo
             figures.chart("share", figures.usage_vs_share(fair)),
         ],
         [_fair_share_table(fair), _cohort_table(data.cohort_rows(statuses))],
+    )
+
+
+def _share_tree_table(rows: list[ShareTreeRow], half_life_days: float) -> dict[str, Any]:
+    def percent(value: float) -> str:
+        return f"{100 * value:.1f}"
+
+    return {
+        "id": "share-tree",
+        "caption": (
+            "Fair share per cohort and queue, as Slurm's sshare: each cohort's totals, then its "
+            "queues. Nominal (GPU-equivalents) is the queue's shares and its part of the "
+            "cohort's nominal its normalized shares; raw usage is its decayed GPU-equivalent-"
+            f"hours (halved every {half_life_days:g} days), effective usage its part of the "
+            f"cohort's. {SHARE_MEANING}"
+        ),
+        "columns": [
+            "Cohort", "Queue", "Weight", "Nominal (GPU-eq)", "Norm. shares (%)",
+            "Raw usage (GPU-eq-hours)", "Effective usage (%)", "Share", "In use now (GPU-eq)",
+            "Borrowed now (GPU-eq)", "Lent now (GPU-eq)",
+        ],
+        "rows": [
+            [
+                r.cohort, r.queue or "(cohort total)",
+                "" if r.weight is None else round(r.weight, 2), round(r.nominal, 3),
+                percent(r.norm_shares), round(r.raw_usage_hours, 2), percent(r.effective_usage),
+                "" if r.share is None else share_label(r.share), round(r.in_use, 3),
+                round(r.borrowed, 3), round(r.lent, 3),
+            ]
+            for r in rows
+        ],
+    }  # fmt: skip
+
+
+def build_fairshare(request: HttpRequest, now: datetime, span: data.Range) -> Payload:
+    statuses = data.all_queue_statuses(now)
+    equivalents = dict(Flavor.objects.values_list("name", "gpu_equivalent"))
+    half_life_days = settings.FAIRSHARE_HALF_LIFE / 86400
+    rows = share_tree(statuses, equivalents)
+    return _payload(
+        [figures.chart("share-tree", figures.share_tree_bars(rows))],
+        [
+            _share_tree_table(rows, half_life_days),
+            _cohort_table(data.cohort_rows(statuses)),
+        ],
     )
 
 
@@ -250,6 +297,12 @@ DASHBOARDS = {
             "quotas", "Quotas and fair share",
             "Nominal, used, borrowed and lent per queue; decayed usage and the fair-share factor.",
             build_quotas,
+        ),
+        Dashboard(
+            "fairshare", "Fair-share tree (sshare)",
+            "Per cohort and queue, like Slurm's sshare: nominal shares, decayed and effective "
+            "usage, the scheduler's share, borrowed and lent now.",
+            build_fairshare,
         ),
         Dashboard(
             "mig", "GPU and MIG slice map",
