@@ -26,6 +26,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET
 
 from accounting import rating
+from accounting.job_money import team_costs
 from dashboards import data, figures
 from dashboards.plain import CohortRow, FairShareRow, ShareTreeRow, TeamJob
 from dashboards.sshare import share_tree
@@ -253,6 +254,26 @@ def _jobs_table(jobs: list[TeamJob]) -> dict[str, Any]:
     }
 
 
+def _costs_table(team: Team, viewer: Any, now: datetime, with_users: bool) -> dict[str, Any]:
+    """Per user only for who sees the team's jobs (finance: the total, as for the jobs)."""
+    try:
+        costs = team_costs(team, viewer, now)
+    except rating.RatingError as error:
+        return {"id": "costs", "caption": f"Costs cannot be computed: {error}", "columns": [],
+                "rows": []}  # fmt: skip
+    return {
+        "id": "costs",
+        "caption": (
+            f"Costs of team {costs.team} in {costs.month} so far ({costs.currency}, up to the "
+            "usage ledger's last accrual, as on the chargeback page): per user (researchers "
+            "see their own row, team admins every member's) and the team's total"
+        ),
+        "columns": ["User", "GPU-hours", f"Cost ({costs.currency})"],
+        "rows": [[user, hours, cost] for user, hours, cost in costs.users if with_users]
+        + [[f"Team {costs.team} (all members)", "", costs.total]],
+    }
+
+
 def build_team(request: HttpRequest, now: datetime, span: data.Range) -> Payload:
     """Usage, quota and fair share; the pending jobs table only for who sees the team's jobs
     (its members, platform admins), not for finance."""
@@ -272,17 +293,19 @@ def build_team(request: HttpRequest, now: datetime, span: data.Range) -> Payload
         figures.chart("quota", quota),
         figures.chart("share-now", fair),
     ]
+    costs = _costs_table(team, request.user, now, with_users=with_jobs)
     if not with_jobs:
         pending = sum(s.pending_count for s in statuses)
         return _payload(
             charts,
+            [costs],
             notes=[
                 f"{pending} pending job(s). Job names, owners and why they wait are shown to "
                 "the team's members and platform admins."
             ],
         )
     jobs = data.team_jobs(statuses, request.user.get_username())
-    return _payload(charts, [_jobs_table(jobs)])
+    return _payload(charts, [_jobs_table(jobs), costs])
 
 
 DASHBOARDS = {

@@ -85,6 +85,7 @@ def submit(client: Client, path: str, estimate: bool = False) -> str:
         answer = client.post("jobs/estimate/", body)
         result = answer.data
         lines = [f"If submitted now: {result['outcome']}. {result['summary']}"]
+        lines.append(output.cost(result))
         if result.get("estimated_start"):
             lines.append(
                 f"Estimated start: {output.when(result['estimated_start'], answer.server_time)}"

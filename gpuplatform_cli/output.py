@@ -165,3 +165,15 @@ def logs(answer: dict[str, Any]) -> str:
     if not answer.get("workers"):
         out.append("(no workers: the job is not running on a cluster)")
     return "\n".join(out)
+
+
+def cost(estimate: dict[str, Any]) -> str:
+    """The estimate's price: the rate and the projected cost of the estimated runtime."""
+    if estimate.get("rate_per_hour") is None:
+        return "Cost: no price is set for this GPU type."
+    text = f"Cost: {estimate['rate_per_hour']} {estimate['currency']} an hour"
+    if estimate.get("projected_cost") is None:
+        return text + " (give estimated_runtime for the projected cost)."
+    return (
+        text + f"; {estimate['projected_cost']} {estimate['currency']} for the estimated runtime."
+    )

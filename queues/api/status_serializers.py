@@ -105,3 +105,15 @@ class EstimateSerializer(serializers.Serializer[Any]):
     message = serializers.CharField(allow_blank=True)
     victims = VictimSerializer(many=True)
     quotas = FlavorQuotaSerializer(many=True)
+    currency = serializers.CharField()
+    rate_per_hour = serializers.CharField(
+        allow_null=True,
+        help_text=(
+            "Price per hour of this size on the flavor it would run on (else the most "
+            "preferred): units x price x class multiplier in force; null without a price."
+        ),
+    )
+    projected_cost = serializers.CharField(
+        allow_null=True,
+        help_text="The estimated runtime rated as chargeback rates it; null without a runtime.",
+    )

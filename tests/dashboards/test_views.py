@@ -90,12 +90,12 @@ def test_team_view_lists_the_researchers_pending_jobs_with_their_position(
 ) -> None:
     job = make_job(queue=queue_a, owner=researcher_a, name="mine")
     login(client, researcher_a)
-    [table] = client.get(reverse("dashboard", args=["team"])).context["payload"]["tables"]
+    table, _costs = client.get(reverse("dashboard", args=["team"])).context["payload"]["tables"]
     mine = [f"#{job.pk} mine (yours)", "team-a/main", researcher_a.username]
     assert [*mine, "not ranked yet", ""] in table["rows"]
     Node.objects.update(schedulable=False)  # every node cordoned: it waits
     cycle(timezone.now())  # and the engine ranks it
-    [table] = client.get(reverse("dashboard", args=["team"])).context["payload"]["tables"]
+    table, _costs = client.get(reverse("dashboard", args=["team"])).context["payload"]["tables"]
     [row] = [row for row in table["rows"] if row[:3] == mine]
     assert row[3] == "1 of 1"
     assert row[4].startswith("#1 in queue team-a/main.")

@@ -11,7 +11,8 @@ import subprocess
 import sys
 import tomllib
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.utils import timezone
 
+from accounting.models import FlavorPrice
 from gpuplatform_cli.errors import Exit
 from queues.models import Cluster, Flavor, Job, Queue, ServiceClass
 from queues.services import run_cycle, submit_job
@@ -121,10 +123,20 @@ def test_quota_shows_nominal_used_borrowed_and_the_engines_share(
     assert "team-b/main" not in out  # another team's queue
 
 
-def test_estimate_submits_nothing(cli: Run, tmp_path: Path, busy_queue: Job) -> None:
+def test_estimate_submits_nothing_and_says_the_cost(
+    cli: Run, tmp_path: Path, busy_queue: Job, flavor_h100: Flavor
+) -> None:
     code, out, _ = cli("submit", "--estimate", job_file(tmp_path))
     assert code == 0 and out.startswith("If submitted now: wait.")
+    assert "Cost: no price is set for this GPU type." in out
     assert not Job.objects.filter(name="cli-train").exists()
+    FlavorPrice.objects.create(
+        flavor=flavor_h100, price_per_unit_hour=Decimal("4.00"),
+        effective_from=datetime(2020, 1, 1, tzinfo=UTC),
+    )  # fmt: skip
+    _, out, _ = cli("submit", "--estimate", job_file(tmp_path))
+    # 4 GPUs x 4.00; 1800 s on the simulated cluster at 60x: 30 wall seconds
+    assert "Cost: 16.00 USD an hour; 0.13 USD for the estimated runtime." in out
 
 
 def test_refused_fields_are_listed_and_nothing_is_submitted(
