@@ -89,6 +89,7 @@ class JobCost:
     so_far: Totals
     flavor: str  # what the rate is for
     currency: str
+    from_start: bool = False  # projected from the run's start (else from the estimated start)
 
     @property
     def so_far_text(self) -> str:
@@ -118,7 +119,8 @@ def job_cost(job: Job, now: datetime) -> JobCost:
     flavor = admitted or next(iter(job.acceptable_flavors()), None)
     if job.is_finished or flavor is None:
         return JobCost(None, so_far, flavor.name if flavor else "", currency())
-    if job.cluster is not None and job.started_at is not None:
+    running = job.cluster is not None and job.started_at is not None
+    if running:
         start, scale = job.started_at, clock.cluster_scale(job.cluster.driver)
     else:
         estimated = runtime.estimated_start if runtime is not None else None
@@ -127,7 +129,7 @@ def job_cost(job: Job, now: datetime) -> JobCost:
     wall = clock.wall_seconds(job.estimated_runtime, scale)
     units = job.workers * job.gpus_per_worker
     quote = price(flavor, job.service_class, units, start, wall, rate_at=max(start, now))
-    return JobCost(quote, so_far, flavor.name, quote.currency)
+    return JobCost(quote, so_far, flavor.name, quote.currency, from_start=running)
 
 
 @dataclass(frozen=True)

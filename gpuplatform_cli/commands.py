@@ -127,7 +127,9 @@ def _position(client: Client, job: dict[str, Any]) -> str | None:
         f"queues/{job['queue']}/status/", what=f"queue {job['queue_name']}", pending_limit=1000
     ).data
     entry = next((p for p in status["pending"] if p["job_id"] == job["id"]), None)
-    return output.position_text(entry, status["pending_count"], status["queue"])
+    return output.position_text(
+        entry, status["pending_count"], status["queue"], len(status["pending"])
+    )
 
 
 def status(client: Client, job_id: int) -> str:

@@ -66,7 +66,9 @@ def job_rows(jobs: Sequence[dict[str, Any]], now: datetime | None) -> str:
     )
 
 
-def position_text(entry: dict[str, Any] | None, pending_count: int, queue: str) -> str:
+def position_text(entry: dict[str, Any] | None, pending_count: int, queue: str, listed: int) -> str:
+    if entry is None and listed < pending_count:
+        return f"beyond the first {listed} of {pending_count} pending in {queue}"
     if entry is None or entry.get("position") is None:
         return f"not ranked yet (the next cycle ranks it); {pending_count} pending in {queue}"
     return f"{entry['position']} of {pending_count} pending in {queue}"

@@ -97,3 +97,14 @@ def test_bad_arguments_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
         main(["status", "abc"], environ={})
     assert stop.value.code == Exit.USAGE
     assert "a whole number from 1" in capsys.readouterr().err
+
+
+def test_a_job_beyond_the_listed_pending_jobs_is_not_called_unranked() -> None:
+    from gpuplatform_cli import output
+
+    assert output.position_text(None, 1500, "t/q", 1000) == (
+        "beyond the first 1000 of 1500 pending in t/q"
+    )
+    entry = {"position": 3}
+    assert output.position_text(entry, 5, "t/q", 5) == "3 of 5 pending in t/q"
+    assert output.position_text(None, 5, "t/q", 5).startswith("not ranked yet")
