@@ -20,6 +20,7 @@ from dashboards.plain import (
     NodeSlots,
     PreemptionSeries,
     QuotaRow,
+    ShareTreeRow,
     UsageSeries,
     WaitRow,
 )
@@ -224,6 +225,37 @@ def usage_vs_share(rows: Sequence[FairShareRow]) -> Figure:
             "Decayed usage against weight per queue (the ranking's history, not the share)",
             "Queue",
             "Share of all queues (%)",
+            barmode="group",
+        ),
+    }
+
+
+def share_tree_bars(rows: Sequence[ShareTreeRow]) -> Figure:
+    """sshare's two columns side by side per queue: its part of its cohort's nominal
+    (NormShares) and of its cohort's decayed usage (EffectvUsage), in percent."""
+    queues = [row for row in rows if not row.is_cohort]
+    x = [row.queue for row in queues]
+    return {
+        "data": [
+            {
+                "type": "bar",
+                "name": "Effective usage (decayed, of the cohort's)",
+                "x": x,
+                "y": [_r(100 * row.effective_usage, 2) for row in queues],
+                "marker": {"color": "#1f5fbf"},
+            },
+            {
+                "type": "bar",
+                "name": "Normalized shares (nominal, of the cohort's)",
+                "x": x,
+                "y": [_r(100 * row.norm_shares, 2) for row in queues],
+                "marker": {"color": "#7f7f7f"},
+            },
+        ],
+        "layout": _layout(
+            "Effective usage against normalized shares per queue, within its cohort",
+            "Queue",
+            "Part of its cohort (%)",
             barmode="group",
         ),
     }

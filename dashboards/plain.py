@@ -65,6 +65,27 @@ class CohortRow:
 
 
 @dataclass(frozen=True)
+class ShareTreeRow:
+    """One row of the fair-share tree (dashboards/sshare.py): a cohort's totals or a queue."""
+
+    cohort: str
+    queue: str  # "" on the cohort's own row (its totals)
+    weight: float | None  # None on a cohort row
+    nominal: float  # GPU-equivalents [RawShares]
+    norm_shares: float  # of the cohort's nominal, 0..1 [NormShares]
+    raw_usage_hours: float  # decayed GPU-equivalent-hours [RawUsage]
+    effective_usage: float  # of the cohort's decayed usage, 0..1 [EffectvUsage]
+    share: float | None  # the engine's; None on a cohort row
+    borrowed: float  # GPU-equivalents used above nominal now
+    lent: float  # GPU-equivalents of its unused nominal other queues use now
+    in_use: float  # GPU-equivalents held now (U(q))
+
+    @property
+    def is_cohort(self) -> bool:
+        return not self.queue
+
+
+@dataclass(frozen=True)
 class FairShareRow:
     queue: str
     weight: float

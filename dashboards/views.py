@@ -25,10 +25,12 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET
 
 from accounting import rating
+from accounting.job_money import team_costs
 from dashboards import data, figures
-from dashboards.plain import CohortRow, FairShareRow, TeamJob
+from dashboards.plain import CohortRow, FairShareRow, ShareTreeRow, TeamJob
+from dashboards.sshare import share_tree
 from gpuplatform import access
-from queues.models import Team
+from queues.models import Flavor, Team
 from queues.services.queue_status import SHARE_MEANING, share_label
 
 Payload = dict[str, Any]
@@ -141,6 +143,51 @@ def build_quotas(request: HttpRequest, now: datetime, span: data.Range) -> Paylo
     )
 
 
+def _share_tree_table(rows: list[ShareTreeRow], half_life_days: float) -> dict[str, Any]:
+    def percent(value: float) -> str:
+        return f"{100 * value:.1f}"
+
+    return {
+        "id": "share-tree",
+        "caption": (
+            "Fair share per cohort and queue, as Slurm's sshare: each cohort's totals, then its "
+            "queues. Nominal (GPU-equivalents) is the queue's shares and its part of the "
+            "cohort's nominal its normalized shares; raw usage is its decayed GPU-equivalent-"
+            f"hours (halved every {half_life_days:g} days), effective usage its part of the "
+            f"cohort's. {SHARE_MEANING}"
+        ),
+        "columns": [
+            "Cohort", "Queue", "Weight", "Nominal (GPU-eq)", "Norm. shares (%)",
+            "Raw usage (GPU-eq-hours)", "Effective usage (%)", "Share", "In use now (GPU-eq)",
+            "Borrowed now (GPU-eq)", "Lent now (GPU-eq)",
+        ],
+        "rows": [
+            [
+                r.cohort, r.queue or "(cohort total)",
+                "" if r.weight is None else round(r.weight, 2), round(r.nominal, 3),
+                percent(r.norm_shares), round(r.raw_usage_hours, 2), percent(r.effective_usage),
+                "" if r.share is None else share_label(r.share), round(r.in_use, 3),
+                round(r.borrowed, 3), round(r.lent, 3),
+            ]
+            for r in rows
+        ],
+    }  # fmt: skip
+
+
+def build_fairshare(request: HttpRequest, now: datetime, span: data.Range) -> Payload:
+    statuses = data.all_queue_statuses(now)
+    equivalents = dict(Flavor.objects.values_list("name", "gpu_equivalent"))
+    half_life_days = settings.FAIRSHARE_HALF_LIFE / 86400
+    rows = share_tree(statuses, equivalents)
+    return _payload(
+        [figures.chart("share-tree", figures.share_tree_bars(rows))],
+        [
+            _share_tree_table(rows, half_life_days),
+            _cohort_table(data.cohort_rows(statuses)),
+        ],
+    )
+
+
 def build_mig(request: HttpRequest, now: datetime, span: data.Range) -> Payload:
     """Slots name their job for the teams whose jobs the user sees (finance: the team only)."""
     nodes = data.node_slots(now, set(access.job_teams(request.user).values_list("name", flat=True)))
@@ -208,6 +255,26 @@ def _jobs_table(jobs: list[TeamJob]) -> dict[str, Any]:
     }
 
 
+def _costs_table(team: Team, viewer: Any, now: datetime, with_users: bool) -> dict[str, Any]:
+    """Per user only for who sees the team's jobs (finance: the total, as for the jobs)."""
+    try:
+        costs = team_costs(team, viewer, now)
+    except rating.RatingError as error:
+        return {"id": "costs", "caption": f"Costs cannot be computed: {error}", "columns": [],
+                "rows": []}  # fmt: skip
+    return {
+        "id": "costs",
+        "caption": (
+            f"Costs of team {costs.team} in {costs.month} so far ({costs.currency}, up to the "
+            "usage ledger's last accrual, as on the chargeback page): per user (researchers "
+            "see their own row, team admins every member's) and the team's total"
+        ),
+        "columns": ["User", "GPU-hours", f"Cost ({costs.currency})"],
+        "rows": [[user, hours, cost] for user, hours, cost in costs.users if with_users]
+        + [[f"Team {costs.team} (all members)", "", costs.total]],
+    }
+
+
 def build_team(request: HttpRequest, now: datetime, span: data.Range) -> Payload:
     """Usage, quota and fair share; the pending jobs table only for who sees the team's jobs
     (its members, platform admins), not for finance."""
@@ -227,17 +294,19 @@ def build_team(request: HttpRequest, now: datetime, span: data.Range) -> Payload
         figures.chart("quota", quota),
         figures.chart("share-now", fair),
     ]
+    costs = _costs_table(team, request.user, now, with_users=with_jobs)
     if not with_jobs:
         pending = sum(s.pending_count for s in statuses)
         return _payload(
             charts,
+            [costs],
             notes=[
                 f"{pending} pending job(s). Job names, owners and why they wait are shown to "
                 "the team's members and platform admins."
             ],
         )
     jobs = data.team_jobs(statuses, request.user.get_username())
-    return _payload(charts, [_jobs_table(jobs)])
+    return _payload(charts, [_jobs_table(jobs), costs])
 
 
 DASHBOARDS = {
@@ -252,6 +321,12 @@ DASHBOARDS = {
             "quotas", "Quotas and fair share",
             "Nominal, used, borrowed and lent per queue; decayed usage and the fair-share factor.",
             build_quotas,
+        ),
+        Dashboard(
+            "fairshare", "Fair-share tree (sshare)",
+            "Per cohort and queue, like Slurm's sshare: nominal shares, decayed and effective "
+            "usage, the scheduler's share, borrowed and lent now.",
+            build_fairshare,
         ),
         Dashboard(
             "mig", "GPU and MIG slice map",

@@ -37,6 +37,9 @@ class JobFilterSet(filters.FilterSet):
     queue = filters.NumberFilter(field_name="queue_id", min_value=1, max_value=2**63 - 1)
     team = filters.CharFilter(field_name="queue__team__name", max_length=63)
     owner = filters.CharFilter(field_name="owner__username", max_length=150)
+    mine = filters.BooleanFilter(
+        method="filter_mine", label="true: only the caller's own jobs (the CLI's list)."
+    )
     service_class = filters.CharFilter(field_name="service_class__name", max_length=63)
     submitted_after = UtcIsoDateTimeFilter(field_name="submitted_at", lookup_expr="gte")
     submitted_before = UtcIsoDateTimeFilter(field_name="submitted_at", lookup_expr="lt")
@@ -48,10 +51,14 @@ class JobFilterSet(filters.FilterSet):
             "queue",
             "team",
             "owner",
+            "mine",
             "service_class",
             "submitted_after",
             "submitted_before",
         ]
+
+    def filter_mine(self, queryset: Any, name: str, value: bool | None) -> Any:
+        return queryset.filter(owner=self.request.user) if value else queryset
 
 
 class QueueFilterSet(filters.FilterSet):

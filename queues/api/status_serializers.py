@@ -7,6 +7,8 @@ from typing import Any
 
 from rest_framework import serializers
 
+from queues.services.queue_status import SHARE_MEANING
+
 
 class FlavorStatusSerializer(serializers.Serializer[Any]):
     flavor = serializers.CharField()
@@ -60,6 +62,7 @@ class QueueStatusSerializer(serializers.Serializer[Any]):
     decayed_usage = serializers.FloatField(help_text="H(q): decayed GPU-equivalent-seconds.")
     fair_share_score = serializers.FloatField(help_text="(H/tau + U)/weight; lower runs first.")
     slurm_factor = serializers.FloatField(help_text="Slurm's fair-share factor; 0.5 at share.")
+    share = serializers.FloatField(help_text=SHARE_MEANING)
     pending_count = serializers.IntegerField()
     pending = PendingEntrySerializer(
         many=True,
@@ -102,6 +105,18 @@ class EstimateSerializer(serializers.Serializer[Any]):
     message = serializers.CharField(allow_blank=True)
     victims = VictimSerializer(many=True)
     quotas = FlavorQuotaSerializer(many=True)
+    currency = serializers.CharField()
+    rate_per_hour = serializers.CharField(
+        allow_null=True,
+        help_text=(
+            "Price per hour of this size on the flavor it would run on (else the most "
+            "preferred): units x price x class multiplier in force; null without a price."
+        ),
+    )
+    projected_cost = serializers.CharField(
+        allow_null=True,
+        help_text="The estimated runtime rated as chargeback rates it; null without a runtime.",
+    )
 
 
 class WorkerLogSerializer(serializers.Serializer[Any]):

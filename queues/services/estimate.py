@@ -85,6 +85,11 @@ class Estimate:
     message: str = ""  # the engine's plain-English explanation when it waits
     victims: tuple[Victim, ...] = ()
     quotas: tuple[FlavorQuota, ...] = field(default_factory=tuple)
+    # what it would cost (accounting/job_money.py: the chargeback's prices and rating), on the
+    # flavor it would run on (else the most preferred), from its estimated start (else now)
+    currency: str = ""
+    rate_per_hour: str | None = None  # None: no price in force for that flavor
+    projected_cost: str | None = None  # of the estimated runtime; None without one
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready (times as UTC ISO-8601)."""
@@ -165,7 +170,34 @@ def estimate_submission(
         named.append(decided.pending.blocker)
     ids = [live.jobs[name].pk for name in named if name in live.jobs]
     seen = set(Job.objects.visible_to(user).filter(pk__in=ids).values_list("pk", flat=True))
-    return _outcome(live, decided, queue_key(queue), quotas, seen)
+    result = _outcome(live, decided, queue_key(queue), quotas, seen)
+    return _priced(result, service_class, flavors, gpus_per_worker, candidate, moment)
+
+
+def _priced(
+    result: Estimate,
+    service_class: ServiceClass,
+    flavors: Sequence[Flavor],
+    gpus_per_worker: int,
+    candidate: engine.PendingJob,
+    now: datetime,
+) -> Estimate:
+    """The estimate with its rate and projected cost (the candidate's runtime is already on the
+    wall clock: one clock with the estimated start)."""
+    from accounting.job_money import price
+
+    flavor = next((f for f in flavors if f.name == result.flavor), flavors[0])
+    workers = result.workers or candidate.workers
+    start = max(result.estimated_start or now, now)
+    quote = price(
+        flavor, service_class, workers * gpus_per_worker, start, candidate.estimated_runtime
+    )
+    return dataclasses.replace(
+        result,
+        currency=quote.currency,
+        rate_per_hour=quote.rate_text,
+        projected_cost=quote.projected_text,
+    )
 
 
 def _levels(snapshot: engine.Snapshot, topology: tuple[str, str] | None) -> tuple[str, ...]:

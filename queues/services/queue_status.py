@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from django.conf import settings
 from django.db.models import Prefetch, Q
 from django.utils import timezone
 
@@ -221,6 +222,7 @@ def queues_status(
     pending = _pending(ids, pending_limit)
     shares = _shares(related, usage)
 
+    half_life = float(settings.FAIRSHARE_HALF_LIFE)  # the engine's (snapshot.half_life)
     out = []
     for target in targets:
         q = by_id[target.pk]
@@ -255,9 +257,7 @@ def queues_status(
                 flavors=tuple(flavors),
                 usage_gpu_equivalent=u_geq,
                 decayed_usage=q.decayed_usage,
-                fair_share_score=fairshare.score(
-                    q.decayed_usage, u_geq, q.weight, fairshare.DEFAULT_HALF_LIFE
-                ),
+                fair_share_score=fairshare.score(q.decayed_usage, u_geq, q.weight, half_life),
                 slurm_factor=slurm.get(str(q.pk), 0.0),
                 pending_count=count,
                 pending=entries,

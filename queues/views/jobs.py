@@ -16,6 +16,8 @@ from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
+from accounting.job_money import job_cost
+from accounting.rating import RatingError
 from gpuplatform import access
 from queues.models import (
     Flavor,
@@ -185,6 +187,10 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
     except JobRuntime.DoesNotExist:
         runtime = None
     events = JobEvent.objects.filter(job=job).order_by("at", "pk")
+    try:
+        cost, cost_error = job_cost(job, timezone.now()), ""
+    except RatingError as error:
+        cost, cost_error = None, str(error)
     return render(
         request,
         "queues/job_detail.html",
@@ -195,6 +201,8 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "placement": _placement(job),
             "runtime_note": clock.runtime_note(job.estimated_runtime, job.cluster),
             "events": events,
+            "cost": cost,
+            "cost_error": cost_error,
             "can_cancel": not job.is_finished and access.can_cancel_job(request.user, job),
             "can_copy": access.submittable_queues(request.user).filter(pk=job.queue_id).exists(),
             "live_seconds": LIVE_SECONDS,

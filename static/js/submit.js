@@ -55,6 +55,13 @@
     p.appendChild(document.createTextNode(": " + est.summary));
     panel.appendChild(p);
     if (est.message) { panel.appendChild(text("p", est.message)); }
+    var cost = est.rate_per_hour === null
+      ? "Cost: no price is set for " + (est.flavor || "this GPU type") + "."
+      : "Cost: " + est.rate_per_hour + " " + est.currency + " an hour" +
+        (est.projected_cost === null
+          ? "; give an estimated runtime for the projected cost."
+          : "; " + est.projected_cost + " " + est.currency + " for the estimated runtime.");
+    panel.appendChild(text("p", cost, "estimate-cost"));
     if (est.victims.length) {
       var ul = document.createElement("ul");
       est.victims.forEach(function (v) {

@@ -20,7 +20,7 @@ from queues.models import Job, Membership, Node, Queue, Team
 
 pytestmark = pytest.mark.django_db
 
-PLATFORM = ["cluster", "quotas", "mig", "health", "charges"]
+PLATFORM = ["cluster", "quotas", "fairshare", "mig", "health", "charges"]
 
 
 @pytest.fixture
@@ -90,12 +90,12 @@ def test_team_view_lists_the_researchers_pending_jobs_with_their_position(
 ) -> None:
     job = make_job(queue=queue_a, owner=researcher_a, name="mine")
     login(client, researcher_a)
-    [table] = client.get(reverse("dashboard", args=["team"])).context["payload"]["tables"]
+    table, _costs = client.get(reverse("dashboard", args=["team"])).context["payload"]["tables"]
     mine = [f"#{job.pk} mine (yours)", "team-a/main", researcher_a.username]
     assert [*mine, "not ranked yet", ""] in table["rows"]
     Node.objects.update(schedulable=False)  # every node cordoned: it waits
     cycle(timezone.now())  # and the engine ranks it
-    [table] = client.get(reverse("dashboard", args=["team"])).context["payload"]["tables"]
+    table, _costs = client.get(reverse("dashboard", args=["team"])).context["payload"]["tables"]
     [row] = [row for row in table["rows"] if row[:3] == mine]
     assert row[3] == "1 of 1"
     assert row[4].startswith("#1 in queue team-a/main.")
@@ -247,3 +247,33 @@ def test_quotas_dashboard_has_the_cohort_table_and_the_one_meaning_of_share(
     fair = {row[0]: row for row in tables["fair-share"]["rows"]}
     assert fair["team-a/main"][2] == "0.25" and fair["team-a/main"][5].startswith("over its share")
     assert "share is the scheduler's own" in tables["fair-share"]["caption"]
+
+
+def test_fairshare_tree_reads_like_sshare_with_the_engines_share(
+    client: Client, platform_admin: User, running_job: Callable[..., Job], queue_a: Queue,
+    queue_b: Queue, researcher_a: User, nodes: list[object], settings: Any,
+) -> None:  # fmt: skip
+    """Team A runs 12 GPUs on a nominal of 8 (4 borrowed from B): the cohort row sums, each
+    queue's parts of the cohort, and the share the quotas dashboard shows."""
+    settings.FAIRSHARE_HALF_LIFE = 2 * 86400
+    running_job(queue=queue_a, owner=researcher_a, node="n1", workers=1, gpus_per_worker=8)
+    running_job(queue=queue_a, owner=researcher_a, node="n1", workers=1, gpus_per_worker=4)
+    Queue.objects.filter(pk=queue_a.pk).update(decayed_usage=3 * 3600.0)  # 3 GPU-hours
+    Queue.objects.filter(pk=queue_b.pk).update(decayed_usage=1 * 3600.0, weight=2.0)
+    login(client, platform_admin)
+    body = client.get(reverse("dashboard-data", args=["fairshare"])).json()
+    table = {t["id"]: t for t in body["tables"]}["share-tree"]
+    assert table["rows"] == [
+        ["research", "(cohort total)", "", 16.0, "100.0", 4.0, "100.0", "", 12.0, 4.0, 4.0],
+        ["research", "team-a/main", 1.0, 8.0, "50.0", 3.0, "75.0", "0.25", 12.0, 4.0, 0.0],
+        ["research", "team-b/main", 2.0, 8.0, "50.0", 1.0, "25.0", "0 (within its quota)", 0, 0, 4],
+    ]
+    quotas = client.get(reverse("dashboard-data", args=["quotas"])).json()
+    fair = {row[0]: row for row in {t["id"]: t for t in quotas["tables"]}["fair-share"]["rows"]}
+    assert fair["team-a/main"][2] == "0.25"  # the same share on both pages
+    assert "halved every 2 days" in table["caption"]
+    assert "share is the scheduler's own" in table["caption"]
+    page = client.get(reverse("dashboard", args=["fairshare"])).text
+    assert "Fair-share tree (sshare)" in page and "team-b/main" in page
+    index = client.get(reverse("dashboards")).text
+    assert reverse("dashboard", args=["fairshare"]) in index

@@ -80,6 +80,8 @@ PAGES: dict[str, str] = {
     "GET /dashboards/cluster/data/": "302 403 403 403 403 200 200",
     "GET /dashboards/quotas/": "302 403 403 403 403 200 200",
     "GET /dashboards/quotas/data/": "302 403 403 403 403 200 200",
+    "GET /dashboards/fairshare/": "302 403 403 403 403 200 200",
+    "GET /dashboards/fairshare/data/": "302 403 403 403 403 200 200",
     "GET /dashboards/mig/": "302 403 403 403 403 200 200",
     "GET /dashboards/mig/data/": "302 403 403 403 403 200 200",
     "GET /dashboards/health/": "302 403 403 403 403 200 200",

@@ -182,7 +182,9 @@ def test_finance_reads_no_job_names_owners_or_reasons(
     mig = client.get("/dashboards/mig/data/").json()
     assert "team-a" in str(mig["charts"])  # who holds the GPUs stays
     team = client.get(f"/dashboards/team/data/?team={queue_a.team_id}").json()
-    assert team["tables"] == [] and "1 pending job(s)" in team["notes"][0]
+    [costs] = team["tables"]  # the team's total cost only, no user rows
+    assert [row[0] for row in costs["rows"]] == ["Team team-a (all members)"]
+    assert "1 pending job(s)" in team["notes"][0]
 
 
 def test_platform_admin_and_the_team_still_read_job_names(

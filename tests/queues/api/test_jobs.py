@@ -163,6 +163,9 @@ def test_jobs_filter_by_state_owner_class_team_and_submission_time(
         old.pk, new.pk, other.pk,
     }  # fmt: skip
     assert ids(client.get("/api/v1/jobs/", {"owner": researcher_a.username})) == {old.pk}
+    assert ids(client.get("/api/v1/jobs/", {"mine": "true"})) == set()  # the admin's own
+    assert ids(api(team_admin_a).get("/api/v1/jobs/", {"mine": "true"})) == {new.pk}
+    assert ids(api(team_admin_a).get("/api/v1/jobs/", {"mine": "false"})) == {old.pk, new.pk}
     assert ids(client.get("/api/v1/jobs/", {"team": "team-b"})) == {other.pk}
     assert ids(client.get("/api/v1/jobs/", {"queue": queue_a.pk})) == {old.pk, new.pk}
     assert ids(client.get("/api/v1/jobs/", {"service_class": "standard"})) == {
@@ -248,6 +251,7 @@ def test_queue_status_lists_pending_jobs_in_the_order_the_last_cycle_ranked_them
     assert data["pending"][0]["message"].startswith("#1 in queue team-a/main.")
     assert data["flavors"][0]["flavor"] == "h100"
     assert data["flavors"][0]["nominal"] == 8
+    assert data["share"] == 0.0  # the engine's share: nothing runs, nothing borrowed
 
 
 def test_queue_status_of_another_teams_queue_is_404(

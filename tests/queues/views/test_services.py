@@ -222,3 +222,17 @@ def test_estimate_with_required_topology_says_what_the_next_cycle_does(
     job.refresh_from_db()
     assert estimate.outcome == outcome
     assert (job.state == Job.State.PENDING) == (outcome == "wait")
+
+
+def test_queue_status_scores_with_the_engines_half_life(queue_a: Queue, settings: Any) -> None:
+    """The score the queue pages show is the engine's (H/tau + U)/weight with the platform's
+    FAIRSHARE_HALF_LIFE, not the library's default week (it differed when the setting did)."""
+    from gpusched.engine import fairshare
+
+    Queue.objects.filter(pk=queue_a.pk).update(decayed_usage=36_000.0)
+    settings.FAIRSHARE_HALF_LIFE = 3600
+    [status] = queues_status([queue_a])
+    assert status.fair_share_score == pytest.approx(fairshare.score(36_000.0, 0.0, 1.0, 3600))
+    assert status.fair_share_score != pytest.approx(
+        fairshare.score(36_000.0, 0.0, 1.0, fairshare.DEFAULT_HALF_LIFE)
+    )
