@@ -119,4 +119,5 @@ def replay(
     """Replay ``scenario`` from ``start`` to ``end`` (its ``until``) and measure it."""
     sim = WhatIfSimulator(scenario, start, end, progress)
     sim.run()
+    progress(1.0)  # the last event may come before the window's end
     return sim.outcome()

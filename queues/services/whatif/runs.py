@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from datetime import datetime
 from typing import Any
 
 from django.db import transaction
@@ -44,8 +45,9 @@ def visible(user: Any) -> Any:
     return WhatIfRun.objects.filter(created_by=user, expires_at__gt=timezone.now())
 
 
-def execute(run_id: str) -> None:
-    """Replay a run (idempotent: a run already done or failed is left as it is)."""
+def execute(run_id: str, now: datetime | None = None) -> None:
+    """Replay a run, the window ending ``now`` (default: the present). Idempotent: a run
+    already done or failed is left as it is."""
     run = WhatIfRun.objects.filter(pk=run_id).first()
     if run is None or run.state in (WhatIfRun.State.DONE, WhatIfRun.State.FAILED):
         return
@@ -55,7 +57,7 @@ def execute(run_id: str) -> None:
         _update(run_id, progress=round(done, 3))
 
     try:
-        result = compare(Proposal.from_json(run.proposal), timezone.now(), progress)
+        result = compare(Proposal.from_json(run.proposal), now or timezone.now(), progress)
     except ProposalError as exc:
         _update(run_id, state=WhatIfRun.State.FAILED, message=str(exc)[:300])
         return
