@@ -51,7 +51,9 @@
 
   function errors(payload, prefix) {
     const out = [];
-    if (Array.isArray(payload)) {
+    if (Array.isArray(payload) && payload.every(function (item) { return typeof item === "string"; })) {
+      out.push(prefix + ": " + payload.join(" "));
+    } else if (Array.isArray(payload)) {
       payload.forEach(function (item, i) { out.push(...errors(item, prefix + "[" + i + "]")); });
     } else if (payload && typeof payload === "object") {
       for (const [key, inner] of Object.entries(payload)) {
@@ -147,7 +149,8 @@
     fill(document.getElementById("what-if-queues"), data.queues);
     fill(document.getElementById("what-if-cohorts"), data.cohorts);
     result.hidden = false;
-    say("Replayed " + data.jobs + " jobs submitted in the last " + data.days + " days, twice. Nothing was saved.");
+    const span = data.days === 1 ? "day" : data.days + " days";
+    say("Replayed " + data.jobs + " jobs submitted in the last " + span + ", twice. Nothing was saved.");
     if (typeof Plotly !== "undefined") {
       for (const chart of data.charts) {
         const el = document.getElementById("plot-" + chart.id);

@@ -109,9 +109,8 @@ def measures(jobs: list[JobOutcome], gpu_seconds: float, borrowed_seconds: float
 
 def _series(run: str, outcome: RunOutcome, start: datetime, world: World) -> UsageSeries:
     hours = len(next(iter(outcome.allocation.values()), []))
-    label = "today's quotas and nodes" if run == "today" else "the proposal"
     return UsageSeries(
-        range_label=f"replayed under {label}",
+        range_label="today" if run == "today" else "proposed",
         bucket_seconds=int(BUCKET),
         buckets=tuple(start + timedelta(seconds=BUCKET * i) for i in range(hours)),
         stacks={q.name: tuple(outcome.allocation[q.name]) for q in world.queues},
