@@ -8,15 +8,22 @@ Not scheduling state: nothing here is read by the cycle; a replay writes only it
 from __future__ import annotations
 
 import uuid
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+KEEP = timedelta(hours=24)
+
+
+def expiry() -> datetime:
+    """When a run asked for now expires."""
+    return timezone.now() + KEEP
+
 
 class WhatIfRun(models.Model):
-    KEEP = timedelta(hours=24)
+    KEEP = KEEP
 
     class State(models.TextChoices):
         QUEUED = "queued", "Queued"
@@ -29,7 +36,7 @@ class WhatIfRun(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="what_if_runs"
     )
     created_at = models.DateTimeField(default=timezone.now)
-    expires_at = models.DateTimeField(db_index=True)
+    expires_at = models.DateTimeField(db_index=True, default=expiry)
     proposal = models.JSONField(help_text="The validated request body.")
     state = models.CharField(max_length=10, choices=State.choices, default=State.QUEUED)
     progress = models.FloatField(default=0.0, help_text="0 to 1.")
@@ -38,8 +45,3 @@ class WhatIfRun(models.Model):
 
     def __str__(self) -> str:
         return f"what-if {self.pk} ({self.state})"
-
-    def save(self, *args: object, **kwargs: object) -> None:
-        if self.expires_at is None:
-            self.expires_at = self.created_at + self.KEEP
-        super().save(*args, **kwargs)  # type: ignore[arg-type]
