@@ -47,7 +47,7 @@ def compare(
             scenario,
             start.timestamp(),
             now.timestamp(),
-            lambda done, index=index: progress((index + done) / len(RUNS)),
+            _share(progress, index),
         )
     counted = {n for n in (j.name for j in submissions.jobs) if n not in submissions.carried}
     cohorts = _cohorts(world)
@@ -71,6 +71,15 @@ def compare(
             for run, o in outcomes.items()
         ],
     }
+
+
+def _share(progress: Callable[[float], None], index: int) -> Callable[[float], None]:
+    """Run ``index``'s progress (0 to 1) as its share of the whole comparison's."""
+
+    def report(done: float) -> None:
+        progress((index + done) / len(RUNS))
+
+    return report
 
 
 def _cohorts(world: World) -> dict[str, str]:
