@@ -111,7 +111,8 @@
       say("The replay failed: " + run.message);
       return;
     }
-    say("Replaying… " + Math.round(run.progress * 100) + " %");
+    say(run.state === "queued" ? "Queued: waiting for a worker…"
+      : "Replaying… " + Math.round(run.progress * 100) + " %");
     window.setTimeout(function () { poll(url); }, 1000);
   }
 
