@@ -32,3 +32,11 @@ def run_scheduling_cycle() -> int | None:
         extra={"cycle_id": report.cycle_id},
     )
     return report.cycle_run_id
+
+
+@shared_task(name="queues.tasks.run_what_if", ignore_result=True)
+def run_what_if(run_id: str) -> None:
+    """Replay a what-if run (queues/services/whatif/runs.py); its row holds progress and result."""
+    from queues.services.whatif.runs import execute
+
+    execute(run_id)

@@ -1,6 +1,7 @@
 from rest_framework.routers import DefaultRouter
 
 from queues.api import views
+from queues.api.whatif import WhatIfViewSet
 
 router = DefaultRouter()
 router.register("teams", views.TeamViewSet, basename="api-team")
@@ -12,5 +13,6 @@ router.register("service-classes", views.ServiceClassViewSet, basename="api-serv
 router.register("clusters", views.ClusterViewSet, basename="api-cluster")
 router.register("nodes", views.NodeViewSet, basename="api-node")
 router.register("jobs", views.JobViewSet, basename="api-job")
+router.register("what-if", WhatIfViewSet, basename="api-what-if")
 
 urlpatterns = router.urls

@@ -5,6 +5,7 @@ from queues.models.jobs import CycleRun, IllegalTransition, Job, JobEvent, JobFl
 from queues.models.live import JobRuntime, MetricCounter, SchedulerLease, SimulatedWorkload
 from queues.models.organisation import Cohort, Membership, Queue, Quota, Team
 from queues.models.resources import Cluster, Flavor, Node, ServiceClass
+from queues.models.whatif import WhatIfRun
 
 __all__ = [
     "Cluster",
@@ -26,4 +27,5 @@ __all__ = [
     "SimulatedWorkload",
     "SubmissionKey",
     "Team",
+    "WhatIfRun",
 ]

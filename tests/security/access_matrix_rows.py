@@ -29,6 +29,7 @@ BODIES: dict[str, Any] = {
     "POST /api/v1/tokens/ named": {"name": "matrix"},
     "POST /account/tokens/": {"name": "matrix"},
     "POST /submit/": {},
+    "POST /api/v1/what-if/ proposal": {},
 }
 
 # fmt: off
@@ -210,6 +211,8 @@ API: dict[str, str] = {
     "GET /api/v1/usage/": "401 200 200 200 200 200 200",
     "GET /api/v1/usage/{id}/ usage_a": "401 404 200 200 404 200 200",
     "GET /api/v1/usage/{id}/ usage_b": "401 404 404 404 200 200 200",
+    "POST /api/v1/what-if/ proposal": "401 403 403 403 403 403 202",
+    "GET /api/v1/what-if/{id}/ what_if_run": "401 403 403 403 403 403 200",
 }
 # fmt: on
 

@@ -23,7 +23,18 @@ from accounting.models import (
     StatementLine,
     UsageRecord,
 )
-from queues.models import Cluster, Cohort, Flavor, Job, Membership, Node, Queue, ServiceClass, Team
+from queues.models import (
+    Cluster,
+    Cohort,
+    Flavor,
+    Job,
+    Membership,
+    Node,
+    Queue,
+    ServiceClass,
+    Team,
+    WhatIfRun,
+)
 from tokens.models import ApiToken
 
 ROLES = (
@@ -109,6 +120,9 @@ def build_world(users: dict[str, User], fixtures: dict[str, Any]) -> dict[str, i
         "node": Node.objects.order_by("pk").first().pk,  # type: ignore[union-attr]
         "price": price.pk,
         "multiplier": multiplier.pk,
+        "what_if_run": str(  # the platform admin's own replay (a UUID)
+            WhatIfRun.objects.create(created_by=users["platform_admin"], proposal={"days": 1}).pk
+        ),
     }
 
 

@@ -15,7 +15,7 @@ from audit.history import history_for_many
 from audit.values import audited_values
 from gpuplatform import access
 from queues.forms.manage import QueueForm, QuotaFormSet
-from queues.models import Queue, Quota
+from queues.models import Cluster, Flavor, Queue, Quota
 from queues.services.quota_impact import QuotaImpact, StrandedGpus, quota_impact, stranded_gpus
 
 
@@ -85,8 +85,20 @@ def queue_edit(request: HttpRequest, pk: int | None = None) -> HttpResponse:
             "impacts": impacts,
             "stranded": stranded,
             "history": history,
+            **_what_if_context(),
         },
     )
+
+
+def _what_if_context() -> dict[str, Any]:
+    """The what-if section's choices (queues/services/whatif/): clusters and flavors, and the
+    flavor names behind the quota rows' choices (the API takes names)."""
+    flavors = list(Flavor.objects.order_by("name"))
+    return {
+        "what_if_clusters": Cluster.objects.order_by("name"),
+        "what_if_flavors": flavors,
+        "what_if_flavor_names": {str(f.pk): f.name for f in flavors},
+    }
 
 
 def _quota_label(quota: Quota) -> str:

@@ -34,7 +34,7 @@ def test_schema_is_served_and_lists_every_resource() -> None:
         "/api/v1/queues/{id}/status/", "/api/v1/flavors/", "/api/v1/service-classes/",
         "/api/v1/clusters/", "/api/v1/nodes/", "/api/v1/jobs/", "/api/v1/jobs/{id}/cancel/",
         "/api/v1/jobs/{id}/events/", "/api/v1/jobs/{id}/logs/", "/api/v1/jobs/estimate/",
-        "/api/v1/tokens/",
+        "/api/v1/tokens/", "/api/v1/what-if/", "/api/v1/what-if/{id}/",
     ]:  # fmt: skip
         assert path in paths, path
     cluster = response.json()["components"]["schemas"]["Cluster"]["properties"]
