@@ -154,7 +154,7 @@ def test_pods_with_a_spec_validate_strictly_for_every_supported_version(
         ({"labels": {"gpuplatform/team": "x"}}, "labels"),
         ({"volumes": (Volume("a", VolumeKind.PVC, "/d", source="c"),) * 2}, "volumes"),
         ({"volumes": (Volume("gpuplatform-shm", VolumeKind.EMPTY_DIR, "/x"),)}, "volumes"),
-        ({"volumes": (Volume("a", VolumeKind.EMPTY_DIR, "/dev/shm"),), "shm_size": "1Gi"}, "volumes"),
+        ({"volumes": (Volume("a", VolumeKind.EMPTY_DIR, "/dev/shm"),), "shm_size": "1"}, "volumes"),
         ({"volumes": (Volume("a", VolumeKind.PVC, "data"),)}, "volumes"),
         ({"volumes": (Volume("a", VolumeKind.PVC, "/data"),)}, "volumes"),
     ],
