@@ -190,7 +190,12 @@ class JobSubmitSerializer(serializers.Serializer[Job]):
         help_text="Acceptable flavor names, most preferred first; the queue has a quota for each.",
     )
     name = serializers.CharField(help_text="DNS label, e.g. train-llama (at most 63 characters).")
-    image = serializers.CharField(help_text="Container image (at most 500 characters).")
+    image = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text="Container image (at most 500 characters); needed unless pod_template has it.",
+    )
     command = serializers.ListField(
         child=StrictCharField(allow_blank=True, trim_whitespace=False),
         required=False,

@@ -156,7 +156,8 @@ class SubmitForm(forms.Form):
     cpu_limit = _text("CPU limit", "Empty: the request. At least the request.")
     memory_limit = _text("Memory limit", "Empty: the request. At least the request.")
     image_pull_secret = _text(
-        "Image pull secret", "A Secret of your team's namespace, for a private registry."
+        "Registry secret",
+        "A Secret of your team's namespace to pull the image from a private registry.",
     )
     working_dir = _text("Working directory", "An absolute path, e.g. /workspace.")
     tolerations = forms.CharField(

@@ -329,8 +329,8 @@ def resolve(
     problems: list[tuple[str, str]] = []
     if template is not None and template != "":
         loaded, problem = load(template)
-        if loaded is None:
-            return Resolved(image, command, {}, [("pod_template", problem)])
+        if loaded is None:  # the image and command may be in it: their rules wait
+            return Resolved(None, None, {}, [("pod_template", problem)])
         converted = convert(loaded)
         problems += converted.problems
         given = {"image": (image, converted.image), "command": (command, converted.command)}
