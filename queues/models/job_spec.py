@@ -395,8 +395,8 @@ class _Cleaner:
             return
         clean: dict[str, str] = {}
         for key, text in raw.items():
-            if not isinstance(text, str) or "\x00" in text or "\x00" in key:
-                self.bad(name, f"{key!r}: the value must be text (without NUL)")
+            if not isinstance(key, str) or not isinstance(text, str) or "\x00" in text + key:
+                self.bad(name, f"{key!r}: keys and values must be text (without NUL)")
             elif reserved_key(key):
                 self.bad(name, f"{key} is set by the platform; choose another key")
             elif problem := k8s_rules.qualified_name(key):

@@ -256,7 +256,8 @@ def _volumes(out: Converted, volumes: Any, mounts: list[Any], at: str, container
         for key in mount:
             if key not in ("name", "mountPath", "readOnly"):
                 out.bad(f"{where}.{key}", "not supported")
-        index = by_name.get(mount.get("name"))  # type: ignore[arg-type]
+        name = mount.get("name")
+        index = by_name.get(name) if isinstance(name, str) else None
         if index is None:
             out.bad(f"{where}.name", f"no volume named {mount.get('name')!r} in {at}.volumes")
         elif index in mounted:
