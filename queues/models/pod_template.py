@@ -78,6 +78,8 @@ def load(raw: Any) -> tuple[Any, str]:
             return None, "pod_template: the NUL character is not allowed"
         try:
             raw = yaml.safe_load(raw)
+        except RecursionError:
+            return None, "pod_template: nested too deeply"
         except yaml.YAMLError as error:
             where = getattr(error, "problem_mark", None)
             line = f" (line {where.line + 1})" if where is not None else ""
