@@ -34,6 +34,7 @@ from queues.models import job_spec
 from queues.models.job_spec import Origin
 
 MAX_TEXT = 64 * 1024
+SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's when PyYAML has it
 PLACEMENT = "not allowed: the platform places the workers (choose flavors and a topology)"
 NEVER = "not allowed"
 GPU = "not allowed: the platform sets the GPUs (gpus_per_worker and flavors)"
@@ -77,7 +78,7 @@ def load(raw: Any) -> tuple[Any, str]:
         if "\x00" in raw:
             return None, "pod_template: the NUL character is not allowed"
         try:
-            raw = yaml.safe_load(raw)
+            raw = yaml.load(raw, Loader=SAFE_LOADER)
         except RecursionError:
             return None, "pod_template: nested too deeply"
         except yaml.YAMLError as error:

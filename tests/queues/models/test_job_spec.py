@@ -132,7 +132,8 @@ def test_a_template_too_long_or_not_an_object_is_refused() -> None:
     assert problems(template="x" * (64 * 1024 + 1))[0][1].startswith("pod_template: at most")
     assert problems(template="- a\n- b")[0][1].startswith("pod_template: give a pod template")
     assert problems(template=5)[0][1].startswith("pod_template: give a pod template")
-    assert problems(template="[" * 20_000) == [("pod_template", "pod_template: nested too deeply")]
+    ((name, message),) = problems(template="[" * 20_000)  # libyaml's words, or ours
+    assert name == "pod_template" and message.startswith("pod_template: ") and "nest" in message
 
 
 def test_limits_default_to_nothing_and_explicit_limits_may_exceed_requests() -> None:
