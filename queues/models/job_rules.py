@@ -250,6 +250,9 @@ def _spec(found: _Found, s: Submission) -> Submission:
         found.add(name, message)
     if s.pod_template in (None, ""):
         return s
+    if any(name == "pod_template" for name, _ in spec.problems):
+        # a template that is wrong may be where the image is: the image rule waits for it
+        return replace(s, image=spec.image or None, command=spec.command or None)
     return replace(s, image=spec.image, command=spec.command)
 
 
