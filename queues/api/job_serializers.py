@@ -11,12 +11,53 @@ from __future__ import annotations
 from typing import Any
 
 from django.core.validators import MaxValueValidator, MinValueValidator
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from gpuplatform import access
 from gpuplatform.rest import StrictCharField, reject_nul
-from queues.models import Flavor, Job, JobEvent, Queue, ServiceClass
+from queues.models import Flavor, Job, JobEvent, Queue, ServiceClass, job_spec
 from queues.models import job_rules as rules
+
+SPEC_HELP = {
+    "args": 'The container\'s arguments, after the command, e.g. ["--epochs", "3"].',
+    "env": 'Environment: [{"name": "N", "value": "V"}] or [{"name": "N", "valueFrom": '
+    '{"secretKeyRef": {"name": "SECRET", "key": "KEY"}}}]; not WORLD_SIZE, RANK, MASTER_ADDR, '
+    "MASTER_PORT, GPUPLATFORM_JOB_ID (the platform's).",
+    "volumes": 'Volumes: [{"name": "data", "mountPath": "/data", "readOnly": true, '
+    '"persistentVolumeClaim": {"claimName": "datasets"}}]; or "configMap": {"name": ...}, '
+    '"secret": {"secretName": ...}, "emptyDir": {"medium": "Memory", "sizeLimit": "10Gi"}.',
+    "shm_size": "Size of /dev/shm (an emptyDir of medium Memory), e.g. 16Gi.",
+    "cpu": "CPU request per worker, e.g. 8 or 500m.",
+    "memory": "Memory request per worker, e.g. 64Gi.",
+    "cpu_limit": "CPU limit per worker (default: the request; at least the request).",
+    "memory_limit": "Memory limit per worker (default: the request; at least the request).",
+    "image_pull_secret": "Name of a Secret of the team's namespace to pull the image with.",
+    "tolerations": 'Kubernetes tolerations: [{"key": "k", "operator": "Equal", "value": "v", '
+    '"effect": "NoSchedule"}].',
+    "working_dir": "The container's working directory (an absolute path).",
+    "labels": "Extra pod labels (not gpuplatform/*, kueue.x-k8s.io/*, "
+    "app.kubernetes.io/managed-by).",
+    "annotations": "Extra pod annotations (not the platform's or Kueue's keys).",
+    "host_network": "Use the node's network (only in a service class that allows it).",
+}
+
+
+@extend_schema_field(OpenApiTypes.ANY)
+class SpecValue(serializers.Field):  # type: ignore[type-arg]
+    """One key of the job's spec (``Job.spec``), with its default when not given."""
+
+    def __init__(self, key: str, **kwargs: Any) -> None:
+        super().__init__(source="spec", read_only=True, help_text=SPEC_HELP[key], **kwargs)
+        self.key = key
+
+    def to_representation(self, value: Any) -> Any:
+        return job_spec.value(value or {}, self.key)
+
+
+def spec_input(key: str) -> serializers.JSONField:
+    return serializers.JSONField(required=False, help_text=SPEC_HELP[key])
 
 
 class JobSerializer(serializers.ModelSerializer[Job]):
@@ -38,6 +79,21 @@ class JobSerializer(serializers.ModelSerializer[Job]):
     pending_reason = serializers.SerializerMethodField()
     pending_message = serializers.SerializerMethodField()
     estimated_start = serializers.SerializerMethodField()
+    # the job's spec (Job.spec), key by key as a submission gives it
+    args = SpecValue("args")
+    env = SpecValue("env")
+    volumes = SpecValue("volumes")
+    shm_size = SpecValue("shm_size")
+    cpu = SpecValue("cpu")
+    memory = SpecValue("memory")
+    cpu_limit = SpecValue("cpu_limit")
+    memory_limit = SpecValue("memory_limit")
+    image_pull_secret = SpecValue("image_pull_secret")
+    working_dir = SpecValue("working_dir")
+    tolerations = SpecValue("tolerations")
+    labels = SpecValue("labels")
+    annotations = SpecValue("annotations")
+    host_network = SpecValue("host_network")
 
     class Meta:
         model = Job
@@ -61,6 +117,7 @@ class JobSerializer(serializers.ModelSerializer[Job]):
             "topology_mode",
             "estimated_runtime",
             "checkpoint_interval",
+            *job_spec.SPEC_FIELDS,
             "state",
             "submitted_at",
             "admitted_at",
@@ -135,7 +192,12 @@ class JobSubmitSerializer(serializers.Serializer[Job]):
         help_text="Acceptable flavor names, most preferred first; the queue has a quota for each.",
     )
     name = serializers.CharField(help_text="DNS label, e.g. train-llama (at most 63 characters).")
-    image = serializers.CharField(help_text="Container image (at most 500 characters).")
+    image = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text="Container image (at most 500 characters); needed unless pod_template has it.",
+    )
     command = serializers.ListField(
         child=StrictCharField(allow_blank=True, trim_whitespace=False),
         required=False,
@@ -175,6 +237,28 @@ class JobSubmitSerializer(serializers.Serializer[Job]):
         default=None,
         help_text="Simulated clusters only: seconds the job runs before it succeeds.",
     )
+    # the job's spec: any JSON here, checked by job_rules (queues/models/job_spec.py)
+    args = spec_input("args")
+    env = spec_input("env")
+    volumes = spec_input("volumes")
+    shm_size = spec_input("shm_size")
+    cpu = spec_input("cpu")
+    memory = spec_input("memory")
+    cpu_limit = spec_input("cpu_limit")
+    memory_limit = spec_input("memory_limit")
+    image_pull_secret = spec_input("image_pull_secret")
+    working_dir = spec_input("working_dir")
+    tolerations = spec_input("tolerations")
+    labels = spec_input("labels")
+    annotations = spec_input("annotations")
+    host_network = spec_input("host_network")
+    pod_template = serializers.JSONField(
+        required=False,
+        help_text="A Kubernetes pod template (a Pod or PodTemplateSpec with metadata and spec, "
+        "or a PodSpec) as an object or YAML text: its first container's image, command, args, "
+        "env, workingDir, cpu/memory resources and volumeMounts, its volumes, tolerations and "
+        "imagePullSecrets become the job's. Anything else is refused with its path.",
+    )
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -187,6 +271,9 @@ class JobSubmitSerializer(serializers.Serializer[Job]):
         return command
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        spec = {name: attrs.pop(name) for name in job_spec.SPEC_FIELDS if name in attrs}
+        attrs["spec"] = spec or None
+        attrs["pod_template"] = attrs.get("pod_template")
         try:
             rules.check_submission(self.context["request"].user, rules.Submission(**attrs))
         except rules.InvalidSubmission as error:

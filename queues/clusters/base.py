@@ -113,6 +113,72 @@ class WorkerPlacement:
 
 
 @dataclass(frozen=True)
+class EnvVar:
+    """One environment variable of the job's container: a literal ``value``, or (with
+    ``secret_name``) the value of key ``secret_key`` of a Secret of the team's namespace."""
+
+    name: str
+    value: str = ""
+    secret_name: str = ""
+    secret_key: str = ""
+
+
+class VolumeKind(StrEnum):
+    """The volumes a job may mount (their Kubernetes field names)."""
+
+    PVC = "persistentVolumeClaim"
+    CONFIG_MAP = "configMap"
+    SECRET = "secret"
+    EMPTY_DIR = "emptyDir"
+
+
+@dataclass(frozen=True)
+class Volume:
+    """A volume of each worker and where the container mounts it. ``source`` names the claim,
+    ConfigMap or Secret (empty for an emptyDir, which may have a ``medium`` and a
+    ``size_limit``)."""
+
+    name: str
+    kind: VolumeKind
+    mount_path: str
+    source: str = ""
+    read_only: bool = False
+    medium: str = ""
+    size_limit: str = ""
+
+
+@dataclass(frozen=True)
+class Toleration:
+    key: str = ""
+    operator: str = "Equal"
+    value: str = ""
+    effect: str = ""
+    seconds: int | None = None  # tolerationSeconds (NoExecute only)
+
+
+@dataclass(frozen=True)
+class Resources:
+    """CPU and memory of each worker as Kubernetes quantities; "" leaves one unset. The limits
+    are the requests unless given (and then at least the requests)."""
+
+    cpu: str = ""
+    memory: str = ""
+    cpu_limit: str = ""
+    memory_limit: str = ""
+
+    @property
+    def requests(self) -> dict[str, str]:
+        return {
+            name: value for name, value in (("cpu", self.cpu), ("memory", self.memory)) if value
+        }
+
+    @property
+    def limits(self) -> dict[str, str]:
+        pairs = (("cpu", self.cpu_limit or self.cpu), ("memory", self.memory_limit or self.memory))
+        return {name: value for name, value in pairs if value}
+
+
+@dataclass(frozen=True)
 class LaunchSpec:
     """Everything a driver needs to start (or rescale) one job's workers.
 
@@ -139,6 +205,17 @@ class LaunchSpec:
     env: Mapping[str, str] = field(default_factory=dict)
     labels: Mapping[str, str] = field(default_factory=dict)
     flavor: str = ""
+    # the job's spec (queues/models/job_spec.py), rendered by manifests.pod_manifest
+    env_vars: tuple[EnvVar, ...] = ()  # after `env`, in this order
+    volumes: tuple[Volume, ...] = ()
+    shm_size: str = ""  # an emptyDir of medium Memory at /dev/shm with this size limit
+    resources: Resources = field(default_factory=Resources)
+    image_pull_secret: str = ""
+    tolerations: tuple[Toleration, ...] = ()  # besides the platform's nvidia.com/gpu one
+    working_dir: str = ""
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    host_network: bool = False
+    allow_privilege_escalation: bool | None = None  # None: the cluster's default
 
     @property
     def elastic(self) -> bool:

@@ -11,7 +11,13 @@ Conventions (docs/ARCHITECTURE.md, "Kubernetes conventions"):
   exact job id and the gang size;
 - multi-worker (and elastic) jobs get a headless Service named like the job; each pod sets
   ``hostname``/``subdomain`` so ``<pod>.<service>.<namespace>.svc.<domain>`` resolves, and
-  ``MASTER_ADDR`` points at worker 0 through it.
+  ``MASTER_ADDR`` points at worker 0 through it;
+- the job's own spec (queues/models/job_spec.py): its env (values and Secret keys) before the
+  platform's (``PLATFORM_ENV``), CPU and memory requests with limits (GPUs stay the platform's),
+  its volumes (PVC, ConfigMap, Secret, emptyDir) and ``/dev/shm`` (an emptyDir of medium Memory
+  sized ``shm_size``), an image pull secret, tolerations after the platform's, a working
+  directory, its labels and annotations (never over the platform's keys), host networking
+  where its class allows it.
 
 Every name is a valid DNS-1123 label: sanitized, truncated, and given a stable hash suffix
 whenever sanitizing changed it, so two different inputs never share a name.
@@ -23,7 +29,15 @@ import hashlib
 import re
 from typing import Any
 
-from queues.clusters.base import InvalidSpec, LaunchSpec, WorkerPlacement
+from queues.clusters import k8s_rules
+from queues.clusters.base import (
+    EnvVar,
+    InvalidSpec,
+    LaunchSpec,
+    Toleration,
+    VolumeKind,
+    WorkerPlacement,
+)
 
 Manifest = dict[str, Any]
 
@@ -46,13 +60,18 @@ MASTER_PORT = 29500
 CONTAINER_NAME = "worker"
 NAMESPACE_PREFIX = "team-"
 PLATFORM_ENV = frozenset({"WORLD_SIZE", "RANK", "MASTER_ADDR", "MASTER_PORT", "GPUPLATFORM_JOB_ID"})
+# label and annotation keys the platform (and Kueue) own: a job's own labels may not use them
+RESERVED_KEY_PREFIXES = ("gpuplatform/", "kueue.x-k8s.io/")
+RESERVED_KEYS = frozenset({MANAGED_BY_KEY})
+SHM_PATH = "/dev/shm"
+SHM_VOLUME = "gpuplatform-shm"  # the volume of `shm_size`; a job's own volumes may not use it
+HOST_NETWORK_DNS_POLICY = "ClusterFirstWithHostNet"  # cluster DNS still resolves the workers
 
 _DNS_LABEL_MAX = 63
 _HASH_LEN = 8
 _INVALID = re.compile(r"[^a-z0-9-]+")
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 _LABEL_VALUE_INVALID = re.compile(r"[^A-Za-z0-9_.-]+")
-_ENV_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
 # Room kept at the end of a job's base name for "-<worker index>".
 _WORKER_SUFFIX_ROOM = 7
 
@@ -158,14 +177,37 @@ def validate_spec(spec: LaunchSpec) -> None:
             )
         if not worker.node:
             raise InvalidSpec(f"workers: worker {worker.index} has no planned node")
-    for name in spec.env:
+    for name in [*spec.env, *(var.name for var in spec.env_vars)]:
         if name in PLATFORM_ENV:
             raise InvalidSpec(f"env: {name} is set by the platform")
-        if not _ENV_NAME.match(name):
-            raise InvalidSpec(f"env: {name!r} is not a valid environment variable name")
-    for key in spec.labels:
-        if key.startswith("gpuplatform/") or key == MANAGED_BY_KEY:
-            raise InvalidSpec(f"labels: {key} is set by the platform")
+        if problem := k8s_rules.env_name(name):
+            raise InvalidSpec(f"env: {problem}")
+    for what, keys in (("labels", spec.labels), ("annotations", spec.annotations)):
+        for key in keys:
+            if reserved_key(key):
+                raise InvalidSpec(f"{what}: {key} is set by the platform")
+    _validate_volumes(spec)
+
+
+def reserved_key(key: str) -> bool:
+    """Whether a label or annotation key is the platform's (or Kueue's)."""
+    return key in RESERVED_KEYS or key.startswith(RESERVED_KEY_PREFIXES)
+
+
+def _validate_volumes(spec: LaunchSpec) -> None:
+    names = [v.name for v in spec.volumes]
+    paths = [v.mount_path for v in spec.volumes]
+    if len(set(names)) != len(names) or SHM_VOLUME in names:
+        raise InvalidSpec(f"volumes: names must be unique and not {SHM_VOLUME}: {names}")
+    if len(set(paths)) != len(paths) or (spec.shm_size and SHM_PATH in paths):
+        raise InvalidSpec(f"volumes: mount paths must be unique (and not {SHM_PATH}): {paths}")
+    for volume in spec.volumes:
+        if problem := k8s_rules.dns_label(volume.name) or k8s_rules.absolute_path(
+            volume.mount_path
+        ):
+            raise InvalidSpec(f"volumes: {volume.name}: {problem}")
+        if (volume.kind is VolumeKind.EMPTY_DIR) == bool(volume.source):
+            raise InvalidSpec(f"volumes: {volume.name}: a source for every kind but emptyDir")
 
 
 def namespace_manifest(team: str) -> Manifest:
@@ -196,7 +238,8 @@ def _job_labels(spec: LaunchSpec) -> dict[str, str]:
 
 
 def _job_annotations(spec: LaunchSpec) -> dict[str, str]:
-    annotations = {
+    annotations = dict(spec.annotations)
+    annotations |= {
         JOB_ID_ANNOTATION: spec.job_id,
         JOB_NAME_ANNOTATION: spec.job_name,
         GANG_SIZE_ANNOTATION: str(spec.gang_size),
@@ -240,6 +283,7 @@ def pod_manifest(
     annotations = _job_annotations(spec)
     annotations[PLANNED_NODE_ANNOTATION] = worker.node
     env = [{"name": key, "value": value} for key, value in sorted(spec.env.items())]
+    env += [_env_var(var) for var in spec.env_vars]
     env += [
         {"name": "WORLD_SIZE", "value": str(len(spec.workers))},
         {"name": "RANK", "value": str(worker.index)},
@@ -251,12 +295,19 @@ def pod_manifest(
         "name": CONTAINER_NAME,
         "image": spec.image,
         "env": env,
-        "resources": {"limits": {spec.resource_name: str(spec.gpus_per_worker)}},
+        "resources": _resources(spec),
     }
     if spec.command:
         container["command"] = list(spec.command)
     if spec.args:
         container["args"] = list(spec.args)
+    if spec.working_dir:
+        container["workingDir"] = spec.working_dir
+    if spec.allow_privilege_escalation is not None:
+        container["securityContext"] = {"allowPrivilegeEscalation": spec.allow_privilege_escalation}
+    volumes, mounts = _volumes(spec)
+    if mounts:
+        container["volumeMounts"] = mounts
     pod_spec: Manifest = {
         "restartPolicy": "Never",
         "terminationGracePeriodSeconds": spec.grace_period_seconds,
@@ -278,11 +329,19 @@ def pod_manifest(
         },
         "tolerations": [
             {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
+            *(_toleration(t) for t in spec.tolerations),
         ],
         "containers": [container],
     }
     if needs_service(spec):
         pod_spec["subdomain"] = base
+    if volumes:
+        pod_spec["volumes"] = volumes
+    if spec.image_pull_secret:
+        pod_spec["imagePullSecrets"] = [{"name": spec.image_pull_secret}]
+    if spec.host_network:
+        pod_spec["hostNetwork"] = True
+        pod_spec["dnsPolicy"] = HOST_NETWORK_DNS_POLICY
     return {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -294,6 +353,66 @@ def pod_manifest(
         },
         "spec": pod_spec,
     }
+
+
+def _env_var(var: EnvVar) -> Manifest:
+    if var.secret_name:
+        ref = {"name": var.secret_name, "key": var.secret_key}
+        return {"name": var.name, "valueFrom": {"secretKeyRef": ref}}
+    return {"name": var.name, "value": var.value}
+
+
+def _resources(spec: LaunchSpec) -> Manifest:
+    """The GPUs (the platform's: flavor and gpus_per_worker) and the job's CPU and memory."""
+    resources: Manifest = {
+        "limits": {spec.resource_name: str(spec.gpus_per_worker), **spec.resources.limits}
+    }
+    if spec.resources.requests:
+        resources["requests"] = dict(spec.resources.requests)
+    return resources
+
+
+def _volumes(spec: LaunchSpec) -> tuple[list[Manifest], list[Manifest]]:
+    """The pod's volumes and the container's mounts: the job's, then /dev/shm."""
+    volumes: list[Manifest] = []
+    mounts: list[Manifest] = []
+    for volume in spec.volumes:
+        if volume.kind is VolumeKind.PVC:
+            source: Manifest = {"claimName": volume.source}
+        elif volume.kind is VolumeKind.CONFIG_MAP:
+            source = {"name": volume.source}
+        elif volume.kind is VolumeKind.SECRET:
+            source = {"secretName": volume.source}
+        else:
+            source = {}
+            if volume.medium:
+                source["medium"] = volume.medium
+            if volume.size_limit:
+                source["sizeLimit"] = volume.size_limit
+        volumes.append({"name": volume.name, volume.kind.value: source})
+        mount: Manifest = {"name": volume.name, "mountPath": volume.mount_path}
+        if volume.read_only:
+            mount["readOnly"] = True
+        mounts.append(mount)
+    if spec.shm_size:
+        volumes.append(
+            {"name": SHM_VOLUME, "emptyDir": {"medium": "Memory", "sizeLimit": spec.shm_size}}
+        )
+        mounts.append({"name": SHM_VOLUME, "mountPath": SHM_PATH})
+    return volumes, mounts
+
+
+def _toleration(toleration: Toleration) -> Manifest:
+    out: Manifest = {"operator": toleration.operator}
+    if toleration.key:
+        out["key"] = toleration.key
+    if toleration.value:
+        out["value"] = toleration.value
+    if toleration.effect:
+        out["effect"] = toleration.effect
+    if toleration.seconds is not None:
+        out["tolerationSeconds"] = toleration.seconds
+    return out
 
 
 def delete_options(grace_period_seconds: int) -> Manifest:

@@ -21,6 +21,10 @@ says which one in the list). The rules:
   (elastic): empty, or 1 to workers;
 - topology: a level and a mode (required or preferred), or neither;
 - estimated_runtime, checkpoint_interval, duration_hint: empty, or 1 to ``MAX_INT`` seconds;
+- the job's spec (env, volumes, shm_size, cpu, memory, tolerations, labels...) and its pod
+  template: queues/models/job_spec.py and pod_template.py say the rules, named by their path
+  (``env[0].name``, ``pod_template.spec.volumes[0].hostPath``); a template's image and command
+  count as the submission's;
 - the job could ever run: for at least one acceptable flavor, a node holds one worker, one
   cluster holds the job at its smallest size (an elastic job's min_workers) and the queue's quota
   could ever give it that much. These are the engine's never-reasons (gpusched/engine/explain.py
@@ -32,14 +36,15 @@ says which one in the list). The rules:
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Collection, Iterable, Sequence
-from dataclasses import dataclass, fields
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, fields, replace
 from typing import TYPE_CHECKING, Any
 
 from django.core.exceptions import ValidationError
 
 from gpusched.engine import model as engine
 from gpusched.engine.quota import QuotaState
+from queues.models import job_spec, pod_template
 from queues.models.organisation import Queue, Quota
 from queues.models.resources import Flavor, Node, ServiceClass
 from queues.models.validators import dns_label
@@ -82,6 +87,10 @@ class Submission:
     estimated_runtime: int | None = None
     checkpoint_interval: int | None = None
     duration_hint: int | None = None
+    # the job's spec (queues/models/job_spec.py: env, volumes, shm_size, cpu...) by key, and a
+    # Kubernetes pod template folded into image, command and spec (queues/models/pod_template.py)
+    spec: Mapping[str, Any] | None = None
+    pod_template: Any = None
 
     def as_kwargs(self) -> dict[str, Any]:
         """The fields by name (``submit_job(owner=..., **submission.as_kwargs())``)."""
@@ -133,6 +142,7 @@ def problems(
     """Every rule ``submission`` breaks for ``user``, in field order. ``estimate``: the name and
     image may be empty. ``unparsed``: fields whose input did not parse (their rules wait)."""
     found = _Found(unparsed)
+    submission = _spec(found, submission)
     _queue(found, user, submission, adding=True)
     _text(found, submission, estimate)
     _command(found, submission.command)
@@ -149,6 +159,21 @@ def check_submission(user: Any, submission: Submission, *, estimate: bool = Fals
     found = problems(user, submission, estimate=estimate)
     if found:
         raise InvalidSubmission(found)
+
+
+def resolved(submission: Submission) -> Submission:
+    """``submission`` with its pod template folded into its image, command and spec, and its
+    spec normalized (what ``submit_job`` stores, once ``check_submission`` said yes)."""
+    spec = pod_template.resolve(
+        submission.image,
+        submission.command,
+        submission.spec,
+        submission.pod_template,
+        submission.service_class,
+    )
+    return replace(
+        submission, image=spec.image, command=spec.command, spec=spec.spec, pod_template=None
+    )
 
 
 def check_job_fields(job: Job) -> None:
@@ -171,6 +196,8 @@ def check_job_fields(job: Job) -> None:
         duration_hint=job.duration_hint,
     )
     _queue(found, None, submission, adding=job._state.adding)
+    for name, message in job_spec.clean(job.spec, submission.service_class).problems:
+        found.add(name, message)
     _command(found, submission.command)
     _size(found, submission)
     _topology(found, submission)
@@ -211,6 +238,22 @@ def _queue(found: _Found, user: Any, s: Submission, *, adding: bool) -> None:
             f"Queue {queue} does not accept the {s.service_class.name!r} class; "
             f"it accepts: {accepted}.",
         )
+
+
+def _spec(found: _Found, s: Submission) -> Submission:
+    """The job's spec and pod template (job_spec.py, pod_template.py): their problems, and the
+    submission with the template's image and command, for the rules that follow."""
+    if s.spec is None and s.pod_template in (None, ""):
+        return s
+    spec = pod_template.resolve(s.image, s.command, s.spec, s.pod_template, s.service_class)
+    for name, message in spec.problems:
+        found.add(name, message)
+    if s.pod_template in (None, ""):
+        return s
+    if any(name == "pod_template" for name, _ in spec.problems):
+        # a template that is wrong may be where the image is: the image rule waits for it
+        return replace(s, image=spec.image or None, command=spec.command or None)
+    return replace(s, image=spec.image, command=spec.command)
 
 
 def _text(found: _Found, s: Submission, estimate: bool) -> None:

@@ -96,6 +96,12 @@ class Job(models.Model):
         null=True, blank=True, help_text="Seconds; backfill uses it."
     )
     checkpoint_interval = models.PositiveIntegerField(null=True, blank=True, help_text="Seconds.")
+    spec = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="Env, volumes, shm, CPU and memory, tolerations, labels... "
+        "(queues/models/job_spec.py).",
+    )
 
     state = models.CharField(
         max_length=20, choices=State.choices, default=State.PENDING, editable=False

@@ -108,6 +108,7 @@ class ServiceClass(models.Model):
         "grace_period",
         "max_runtime",
         "price_multiplier",
+        "allow_host_network",
     )
 
     name = models.CharField(max_length=63, unique=True, validators=[dns_label])
@@ -126,6 +127,10 @@ class ServiceClass(models.Model):
         null=True, blank=True, help_text="Hard limit in seconds; empty: no limit."
     )
     price_multiplier = models.DecimalField(max_digits=8, decimal_places=3, default=1)
+    allow_host_network = models.BooleanField(
+        default=False,
+        help_text="Jobs of this class may use the node's network (hostNetwork), e.g. for RDMA.",
+    )
 
     class Meta:
         ordering = ["-priority", "name"]

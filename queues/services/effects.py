@@ -29,7 +29,7 @@ from queues.clusters.base import (
 )
 from queues.clusters.factory import get_driver
 from queues.clusters.manifests import team_namespace
-from queues.models import Cluster, Job, JobRuntime
+from queues.models import Cluster, Job, JobRuntime, job_spec
 from queues.services import counters
 from queues.services import events as job_events
 from queues.services.transitions import move
@@ -103,6 +103,7 @@ def launch_spec(job: Job, runtime: JobRuntime) -> LaunchSpec:
         min_workers=job.min_workers if job.is_elastic else None,
         command=tuple(job.command),
         flavor=flavor.name,
+        **job_spec.launch_fields(job.spec),
     )
 
 

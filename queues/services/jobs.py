@@ -7,7 +7,7 @@ Both check the caller's rights (gpuplatform/access.py), validate with field-name
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from datetime import datetime, timedelta
@@ -21,7 +21,7 @@ from django.utils import timezone
 
 from gpuplatform import access
 from queues.models import Flavor, IllegalTransition, Job, JobRuntime, Queue, ServiceClass
-from queues.models.job_rules import Submission, check_submission
+from queues.models.job_rules import Submission, check_submission, resolved
 from queues.services import effects as fx
 from queues.services import events as job_events
 from queues.services.transitions import move, set_runtime
@@ -96,10 +96,15 @@ def submit_job(
     estimated_runtime: int | None = None,
     checkpoint_interval: int | None = None,
     duration_hint: int | None = None,
+    spec: Mapping[str, Any] | None = None,
+    pod_template: Any = None,
     now: datetime | None = None,
 ) -> Job:
     """Create a pending job in ``queue``; raises ValidationError by field when the submission
-    breaks a rule of queues/models/job_rules.py (a queue ``owner`` may not submit to included)."""
+    breaks a rule of queues/models/job_rules.py (a queue ``owner`` may not submit to included).
+    ``spec`` holds the job's env, volumes, shm_size, cpu... (queues/models/job_spec.py);
+    ``pod_template`` a Kubernetes pod template (YAML text or an object) that gives the image,
+    command and spec instead (queues/models/pod_template.py)."""
     submission = Submission(
         queue=queue,
         service_class=service_class,
@@ -115,16 +120,20 @@ def submit_job(
         estimated_runtime=estimated_runtime,
         checkpoint_interval=checkpoint_interval,
         duration_hint=duration_hint,
+        spec=spec,
+        pod_template=pod_template,
     )
     check_submission(owner, submission)
+    submission = resolved(submission)
     moment = now or timezone.now()
     job = Job(
         owner=owner,
         queue=queue,
         service_class=service_class,
         name=name,
-        image=image,
-        command=list(command),
+        image=submission.image or "",
+        command=list(submission.command or ()),
+        spec=dict(submission.spec or {}),
         workers=workers,
         gpus_per_worker=gpus_per_worker,
         min_workers=min_workers,

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import shlex
 from datetime import datetime, time
+from functools import partial
 from typing import Any
 
 from django import forms
@@ -28,6 +30,7 @@ from queues.models import (
     JobRuntime,
     Queue,
     ServiceClass,
+    job_spec,
 )
 from queues.services import cancel_job, clock
 from queues.services.worker_logs import (
@@ -199,6 +202,7 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "runtime": runtime,
             "flavors": job.acceptable_flavor_names(),
             "placement": _placement(job),
+            "spec_rows": spec_rows(job.spec),
             "runtime_note": clock.runtime_note(job.estimated_runtime, job.cluster),
             "events": events,
             "cost": cost,
@@ -240,6 +244,62 @@ def _workers(request: HttpRequest, job: Job) -> dict[str, Any]:
     panel["statuses"] = overview.workers
     panel["shown"] = shown.workers[0] if shown and shown.workers else None
     return panel
+
+
+def spec_rows(spec: dict[str, Any]) -> list[tuple[str, list[str]]]:
+    """The job's spec in words for its page: env by name only (a value may be a secret; a
+    Secret's key is named, never read), volumes, shared memory, CPU and memory, the rest."""
+    rows: list[tuple[str, list[str]]] = []
+
+    def add(label: str, values: list[str]) -> None:
+        if values:
+            rows.append((label, values))
+
+    value = partial(job_spec.value, spec)
+    add("Arguments", [shlex.join(value("args"))] if value("args") else [])
+    add("Working directory", [value("working_dir")] if value("working_dir") else [])
+    add(
+        "Environment",
+        [
+            f"{var['name']} (from secret {ref['name']}, key {ref['key']})"
+            if (ref := var.get("valueFrom", {}).get("secretKeyRef"))
+            else var["name"]
+            for var in value("env")
+        ],
+    )
+    volumes = []
+    for volume in value("volumes"):
+        kind = next(k for k in job_spec.VOLUME_SOURCE_KEYS if k in volume)
+        source = volume[kind]
+        what = " ".join(f"{k} {v}" for k, v in source.items()) if kind == "emptyDir" else ""
+        name = "" if kind == "emptyDir" else source[job_spec.VOLUME_SOURCE_KEYS[kind][0]]
+        volumes.append(
+            f"{volume['mountPath']}: {kind} {name or what}".rstrip()
+            + (" (read-only)" if volume.get("readOnly") else "")
+        )
+    add("Volumes", volumes)
+    add("Shared memory (/dev/shm)", [value("shm_size")] if value("shm_size") else [])
+    for what in ("cpu", "memory"):
+        request, limit = value(what), value(f"{what}_limit")
+        if request or limit:
+            shown = f"{request or limit} requested, limit {limit or request}"
+            add("CPU per worker" if what == "cpu" else "Memory per worker", [shown])
+    secret = value("image_pull_secret")
+    add("Image pull secret", [secret] if secret else [])
+    add("Tolerations", [_toleration(t) for t in value("tolerations")])
+    add("Labels", [f"{k}={v}" for k, v in value("labels").items()])
+    add("Annotations", list(value("annotations")))
+    add("Host network", ["yes"] if value("host_network") else [])
+    return rows
+
+
+def _toleration(item: dict[str, Any]) -> str:
+    text = item.get("key") or "every taint"
+    if item.get("operator") != "Exists":
+        text += f"={item.get('value', '')}"
+    if item.get("effect"):
+        text += f" ({item['effect']})"
+    return text
 
 
 @login_required

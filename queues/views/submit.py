@@ -15,7 +15,7 @@ from django.views.decorators.http import require_GET
 
 from gpuplatform import access
 from gpuplatform.rest import count_submission
-from queues.forms.submit import FLAVOR_FIELDS, SubmitForm
+from queues.forms.submit import FLAVOR_FIELDS, SubmitForm, initial_spec
 from queues.models import Job
 from queues.models.job_rules import InvalidSubmission
 from queues.services import submit_job
@@ -53,7 +53,7 @@ def submit(request: HttpRequest) -> HttpResponse:
     status = 200
     if request.method == "POST":
         check = request.POST.get("action") == "check"
-        form = SubmitForm(request.POST, user=request.user, for_estimate=check)
+        form = SubmitForm(request.POST, request.FILES, user=request.user, for_estimate=check)
         if form.is_valid():
             if check:
                 estimate = _estimate(form)
@@ -110,6 +110,7 @@ def _copy_of(request: HttpRequest, pk: int) -> dict[str, Any]:
         ),
     }
     initial.update(zip(FLAVOR_FIELDS, flavors, strict=False))
+    initial.update(initial_spec(job.spec))  # the Advanced section (a template's spec too)
     return initial
 
 

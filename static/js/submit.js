@@ -94,6 +94,10 @@
   function refresh() {
     var params = new URLSearchParams(new FormData(form));
     params.delete("csrfmiddlewaretoken");
+    // the long texts stay out of the URL: Check and Submit check them
+    ["pod_template", "pod_template_file", "env", "volumes", "tolerations", "labels", "annotations"].forEach(function (name) {
+      params.delete(name);
+    });
     var mine = ++serial;
     fetch(url + "?" + params.toString(), { headers: { "Accept": "application/json" }, credentials: "same-origin" })
       .then(function (r) { return r.json(); })

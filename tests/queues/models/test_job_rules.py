@@ -16,12 +16,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+import yaml
 from django.contrib.auth.models import User
 from django.core.cache import cache
 from django.test import Client
 from django.urls import reverse
 from rest_framework.test import APIClient
 
+from queues.forms.submit import LINES
 from queues.models import Cluster, Cohort, Flavor, Job, Queue, Quota, ServiceClass, Team
 from tokens.models import ApiToken
 
@@ -41,6 +43,32 @@ class Row:
     kind: str = RULE
     says: str = ""  # part of the message, where it matters which rule spoke
     paths: tuple[str, ...] = field(default=PATHS)
+
+
+def template(
+    container: dict[str, Any] | None = None, spec: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """Changes that submit a pod template (image and command in it) instead."""
+    pod = {
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"labels": {"project": "llm"}},
+        "spec": {"containers": [{"name": "main", "image": "pytorch/pytorch:2.4.0",
+                                 "command": ["python", "train.py"], **(container or {})}],
+                 **(spec or {})},
+    }  # fmt: skip
+    return {"image": "", "command": [], "pod_template": pod}
+
+
+SPEC = {
+    "env": [{"name": "HF_HOME", "value": "/cache"},
+            {"name": "TOKEN", "valueFrom": {"secretKeyRef": {"name": "hf", "key": "token"}}}],
+    "volumes": [{"name": "datasets", "mountPath": "/data", "readOnly": True,
+                 "persistentVolumeClaim": {"claimName": "datasets"}},
+                {"name": "train-config", "mountPath": "/etc/train", "readOnly": False,
+                 "configMap": {"name": "train-config"}}],
+    "shm_size": "16Gi", "cpu": "8", "memory": "64Gi", "memory_limit": "80Gi",
+    "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "ml", "effect": "NoSchedule"}],  # noqa: E501
+    "labels": {"example.com/project": "llm"}, "working_dir": "/workspace", "args": ["--epochs", "3"],  # noqa: E501
+}  # fmt: skip
 
 
 BAD = {
@@ -98,10 +126,123 @@ BAD = {
     # the form has no such fields
     "checkpoint interval of 0": Row({"checkpoint_interval": 0}, "checkpoint_interval", paths=API_PATHS),  # noqa: E501
     "duration hint too long": Row({"duration_hint": 2**31}, "duration_hint", paths=API_PATHS),
+    # issue 19: the job's spec (queues/models/job_spec.py)
+    "env name not valid": Row({"env": [{"name": "1BAD", "value": "x"}]}, "env", says="env[0].name"),
+    "env of the platform": Row({"env": [{"name": "RANK", "value": "1"}]}, "env", says="set by the platform"),  # noqa: E501
+    "env set twice": Row({"env": [{"name": "A", "value": "1"}, {"name": "A", "value": "2"}]}, "env", says="env[1].name"),  # noqa: E501
+    "env from a badly named secret": Row(
+        {"env": [{"name": "T", "valueFrom": {"secretKeyRef": {"name": "Bad_Secret", "key": "k"}}}]},
+        "env", says="env[0].valueFrom.secretKeyRef.name",
+    ),
+    "env not a list": Row({"env": "A=b"}, "env", says="must be a list", paths=API_PATHS),
+    "env from a field": Row(
+        {"env": [{"name": "N", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}]},
+        "env", says="only secretKeyRef", paths=API_PATHS,
+    ),
+    "relative mount path": Row(
+        {"volumes": [{"name": "data", "mountPath": "data", "persistentVolumeClaim": {"claimName": "data"}}]},  # noqa: E501
+        "volumes", says="volumes[0].mountPath",
+    ),
+    "mount path twice": Row(
+        {"volumes": [{"name": "data", "mountPath": "/d", "persistentVolumeClaim": {"claimName": "data"}},  # noqa: E501
+                     {"name": "cfg", "mountPath": "/d", "configMap": {"name": "cfg"}}]},
+        "volumes", says="/d is mounted twice",
+    ),
+    "volume over /dev/shm with shm_size": Row(
+        {"shm_size": "1Gi", "volumes": [{"name": "emptydir-1", "mountPath": "/dev/shm", "emptyDir": {}}]},  # noqa: E501
+        "volumes", says="shm_size mounts /dev/shm",
+    ),
+    "claim name not valid": Row(
+        {"volumes": [{"name": "pvc-1", "mountPath": "/d", "persistentVolumeClaim": {"claimName": "Bad_Claim"}}]},  # noqa: E501
+        "volumes", says="volumes[0].persistentVolumeClaim.claimName",
+    ),
+    "hostPath volume": Row(
+        {"volumes": [{"name": "h", "mountPath": "/h", "hostPath": {"path": "/"}}]},
+        "volumes", says="volumes[0].hostPath: not allowed", paths=API_PATHS,
+    ),
+    "volume with two sources": Row(
+        {"volumes": [{"name": "v", "mountPath": "/v", "emptyDir": {}, "secret": {"secretName": "s"}}]},  # noqa: E501
+        "volumes", says="exactly one source", paths=API_PATHS,
+    ),
+    "shm size not a quantity": Row({"shm_size": "lots"}, "shm_size", says="not a Kubernetes quantity"),  # noqa: E501
+    "shm size of 0": Row({"shm_size": "0"}, "shm_size", says="greater than 0"),
+    "shm above the memory limit": Row({"memory": "1Gi", "shm_size": "2Gi"}, "shm_size", says="memory limit"),  # noqa: E501
+    "cpu not a quantity": Row({"cpu": "eight"}, "cpu"),
+    "negative memory": Row({"memory": "-1Gi"}, "memory"),
+    "cpu limit below the request": Row({"cpu": "8", "cpu_limit": "4"}, "cpu_limit", says="below the request"),  # noqa: E501
+    "memory limit not a quantity": Row({"memory_limit": "64 GB"}, "memory_limit"),
+    "image pull secret not a name": Row({"image_pull_secret": "Bad_Secret"}, "image_pull_secret"),
+    "toleration effect unknown": Row(
+        {"tolerations": [{"key": "a", "operator": "Equal", "value": "b", "effect": "Sometimes"}]},
+        "tolerations", says="tolerations[0]: effect",
+    ),
+    "toleration key not valid": Row(
+        {"tolerations": [{"key": "a/b/c", "operator": "Equal", "value": "v"}]}, "tolerations", says="key"  # noqa: E501
+    ),
+    "toleration operator unknown": Row(
+        {"tolerations": [{"key": "a", "operator": "Maybe"}]}, "tolerations", says="operator", paths=API_PATHS  # noqa: E501
+    ),
+    "working directory relative": Row({"working_dir": "work"}, "working_dir", says="absolute"),
+    "label of the platform": Row({"labels": {"gpuplatform/team": "x"}}, "labels", says="set by the platform"),  # noqa: E501
+    "label of Kueue": Row({"labels": {"kueue.x-k8s.io/queue-name": "q"}}, "labels", says="set by the platform"),  # noqa: E501
+    "label managed-by": Row({"labels": {"app.kubernetes.io/managed-by": "me"}}, "labels", says="set by the platform"),  # noqa: E501
+    "label value not valid": Row({"labels": {"project": "not valid!"}}, "labels", says="label value"),  # noqa: E501
+    "annotation of Kueue": Row({"annotations": {"kueue.x-k8s.io/x": "y"}}, "annotations", says="set by the platform"),  # noqa: E501
+    "host network in a class without it": Row({"host_network": True}, "host_network", says="does not allow host networking"),  # noqa: E501
+    "args not a list": Row({"args": "--epochs 3"}, "args", paths=API_PATHS),
+    # issue 19: submit from YAML (queues/models/pod_template.py)
+    "template: privileged": Row(
+        template(container={"securityContext": {"privileged": True}}),
+        "pod_template", says="pod_template.spec.containers[0].securityContext.privileged: not allowed",  # noqa: E501
+    ),
+    "template: hostPath volume": Row(
+        template(container={"volumeMounts": [{"name": "h", "mountPath": "/h"}]},
+                 spec={"volumes": [{"name": "h", "hostPath": {"path": "/"}}]}),
+        "pod_template", says="pod_template.spec.volumes[0].hostPath: not allowed",
+    ),
+    "template: privilege escalation": Row(
+        template(container={"securityContext": {"allowPrivilegeEscalation": True}}),
+        "pod_template", says="allowPrivilegeEscalation: not allowed",
+    ),
+    "template: capabilities added": Row(
+        template(container={"securityContext": {"capabilities": {"add": ["SYS_ADMIN"]}}}),
+        "pod_template", says="securityContext.capabilities.add: not allowed",
+    ),
+    "template: host network in a class without it": Row(
+        template(spec={"hostNetwork": True}), "pod_template", says="pod_template.spec.hostNetwork"
+    ),
+    "template: host PID": Row(template(spec={"hostPID": True}), "pod_template", says="hostPID: not allowed"),  # noqa: E501
+    "template: node selector": Row(template(spec={"nodeSelector": {"a": "b"}}), "pod_template", says="nodeSelector: not allowed"),  # noqa: E501
+    "template: a sidecar": Row(
+        template(spec={"containers": [{"image": "a"}, {"image": "b"}]}),
+        "pod_template", says="pod_template.spec.containers[1]: not supported",
+    ),
+    "template: GPUs of its own": Row(
+        template(container={"resources": {"limits": {"nvidia.com/gpu": 8}}}),
+        "pod_template", says="limits.nvidia.com/gpu: not allowed",
+    ),
+    "template: unknown field": Row(template(spec={"dnsConfig": {}}), "pod_template", says="pod_template.spec.dnsConfig: not supported"),  # noqa: E501
+    "template: platform env": Row(
+        template(container={"env": [{"name": "MASTER_ADDR", "value": "x"}]}),
+        "pod_template", says="pod_template.spec.containers[0].env[0].name",
+    ),
+    "template: not YAML": Row(
+        {"image": "", "command": [], "pod_template": "spec: [unclosed"}, "pod_template", says="not valid YAML"  # noqa: E501
+    ),
+    "template: image also given": Row(
+        {**template(), "image": "other:1"}, "pod_template", says="image is given twice"
+    ),
 }  # fmt: skip
 
 GOOD = {
     "one GPU": {},
+    "env, volumes, shm, cpu and memory": SPEC,
+    "a pod template": template(
+        container={"env": [{"name": "A", "value": "1"}], "resources": {"requests": {"cpu": 4}},
+                   "volumeMounts": [{"name": "data", "mountPath": "/data", "readOnly": True}]},
+        spec={"volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "datasets"}}],
+              "restartPolicy": "Never"},
+    ),
     "elastic, with a fallback, topology and runtime": {
         "workers": 4, "min_workers": 2, "gpus_per_worker": 2, "flavors": ["h100", "h100-mig"],
         "topology_level": "rack", "topology_mode": "preferred", "estimated_runtime": 3600,
@@ -174,6 +315,15 @@ def form_data(data: dict[str, Any]) -> dict[str, Any]:
         out[name] = flavors.get(flavor, 999_999)
     if "estimated_runtime" in data:  # the form asks for minutes
         out["estimated_runtime"] = data["estimated_runtime"] // 60
+    for name, (_, write) in LINES.items():  # the Advanced section's lines
+        if name in data:
+            out[name] = write(data[name])
+    if "args" in data:
+        out["args"] = shlex.join(data["args"])
+    if out.pop("host_network", False):
+        out["host_network"] = "on"
+    if isinstance(data.get("pod_template"), dict):
+        out["pod_template"] = yaml.safe_dump(data["pod_template"])
     return out
 
 
@@ -242,3 +392,11 @@ def test_every_path_accepts_a_good_submission(
     assert answers["form-estimate"][1]["estimate"]["outcome"] == "start"
     assert answers["api-estimate"][0] == 200 and answers["api-estimate"][1]["outcome"] == "start"
     assert Job.objects.count() == 2
+    by_form, by_api = Job.objects.order_by("pk")  # the same job, whichever the path
+    assert (by_form.image, by_form.command, by_form.spec) == (
+        by_api.image,
+        by_api.command,
+        by_api.spec,
+    )
+    if "pod_template" not in changes:
+        assert by_api.spec == {k: v for k, v in changes.items() if k in SPEC}

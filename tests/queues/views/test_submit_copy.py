@@ -45,3 +45,51 @@ def test_submit_a_copy_of_a_job(
     assert (
         client.get(reverse("submit"), {"copy": job.pk}).context["form"].initial.get("name") is None
     )
+
+
+SPEC = {
+    "args": ["--epochs", "3"],
+    "env": [
+        {"name": "HF_HOME", "value": "/cache/hf-secret-looking-value"},
+        {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "hf", "key": "token"}}},
+    ],
+    "volumes": [
+        {"name": "datasets", "mountPath": "/data", "readOnly": True,
+         "persistentVolumeClaim": {"claimName": "datasets"}},
+        {"name": "emptydir-2", "mountPath": "/scratch", "readOnly": False,
+         "emptyDir": {"medium": "Memory", "sizeLimit": "1Gi"}},
+    ],
+    "shm_size": "16Gi", "cpu": "8", "memory": "64Gi", "memory_limit": "80Gi",
+    "image_pull_secret": "regcred", "working_dir": "/workspace",
+    "tolerations": [
+        {"key": "dedicated", "operator": "Equal", "value": "ml", "effect": "NoSchedule"},
+        {"key": "spot", "operator": "Exists"},
+    ],
+    "labels": {"example.com/project": "llm"}, "annotations": {"example.com/note": "a b"},
+}  # fmt: skip
+
+
+def test_the_job_page_shows_the_spec_and_a_copy_carries_it_over(
+    client: Client, researcher_a: User, sim_cluster: Cluster, submit: Callable[..., Job]
+) -> None:
+    job = submit(gpus=4, name="llm", spec=SPEC)
+    client.force_login(researcher_a)
+
+    page = client.get(reverse("job-detail", args=[job.pk])).content.decode()
+
+    shown = (
+        "HF_HOME", "HF_TOKEN (from secret hf, key token)",
+        "/data: persistentVolumeClaim datasets (read-only)",
+        "/scratch: emptyDir medium Memory sizeLimit 1Gi", "16Gi", "8 requested, limit 8",
+        "64Gi requested, limit 80Gi", "regcred", "dedicated=ml (NoSchedule)",
+        "example.com/project=llm", "/workspace",
+    )  # fmt: skip
+    for text in shown:
+        assert text in page, text
+    assert "hf-secret-looking-value" not in page  # env values are never shown
+    form = client.get(reverse("submit"), {"copy": job.pk}).context["form"]
+    data = {k: v for k, v in form.initial.items() if v is not None}
+    response = client.post(reverse("submit"), data)
+    assert response.status_code == 302, response.context["form"].errors
+    copy = Job.objects.exclude(pk=job.pk).get()
+    assert copy.spec == job.spec == SPEC
