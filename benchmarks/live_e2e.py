@@ -376,4 +376,8 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    try:
+        raise SystemExit(main())
+    except KeyboardInterrupt:  # the servers were stopped on the way out
+        print("\ninterrupted: the servers are stopped", file=sys.stderr)
+        raise SystemExit(130) from None
