@@ -12,9 +12,10 @@ from typing import Any
 import pytest
 from django.core.exceptions import ValidationError
 
-from queues.models import Cluster, Job, SimulatedWorkload
+from queues.models import Cluster, Job, Node, SimulatedWorkload
 from queues.services.worker_logs import LogsUnavailable, job_logs, parse_log_query
-from tests.queues.services.helpers import later
+from tests.queues.clusters.k8s_emulator import TOKEN, EmulatedCluster, validate_manifest
+from tests.queues.services.helpers import T0, later
 
 pytestmark = pytest.mark.django_db
 
@@ -130,3 +131,44 @@ def test_the_query_defaults_to_every_worker_and_100_lines(running: Job) -> None:
     assert (query.worker, query.tail) == (None, 100)
     query = parse_log_query({"worker": "1", "tail": "5000"}, running)
     assert (query.worker, query.tail) == (1, 5000)
+
+
+def test_a_job_on_kubernetes_shows_its_pods_and_their_logs(
+    world: SimpleNamespace, submit: Callable[..., Job], cycle: Cycle
+) -> None:
+    """The whole path on the Kubernetes emulator (real HTTP): the live cycle launches the gang
+    in the team's namespace, and the job's workers and logs are read from its pods."""
+    api = EmulatedCluster()
+    try:
+        for name in ("gpu-a", "gpu-b"):
+            api.add_node(name, {"nvidia.com/gpu": "8"}, {"nvidia.com/gpu.product": "H100"})
+        Node.objects.filter(cluster=world.cluster).delete()
+        Cluster.objects.filter(pk=world.cluster.pk).update(
+            driver=Cluster.Driver.KUBERNETES, api_url=api.url, token=TOKEN, verify_tls=False
+        )
+        cycle(later(-60))  # the nodes, read from the API
+        job = submit(gpus=8, workers=2, name="llama")
+        cycle(T0)
+        job.refresh_from_db()
+        namespace, pods = "team-team-a", [f"llama-{job.pk}-0", f"llama-{job.pk}-1"]
+        assert sorted(api.stored_pods(namespace)) == pods
+        waiting = {"name": "worker", "restartCount": 0,
+                   "state": {"waiting": {"reason": "ContainerCreating"}}}  # fmt: skip
+        api.set_pod_status(namespace, pods[1], {"phase": "Pending", "containerStatuses": [waiting]})
+        running = {"name": "worker", "restartCount": 1, "state": {"running": {}},
+                   "lastState": {"terminated": {"exitCode": 1}}}  # fmt: skip
+        api.set_pod_status(namespace, pods[0], {"phase": "Running", "containerStatuses": [running]})
+        api.set_pod_log(namespace, pods[0], "epoch 1\nepoch 2\nepoch 3\n")
+
+        logs = job_logs(job, tail=2)
+
+        assert logs.cluster == "sim" and [w.pod for w in logs.workers] == pods
+        first, second = logs.workers
+        assert (first.phase, first.restarts, first.lines) == ("running", 1, ["epoch 2", "epoch 3"])
+        assert second.phase == "pending" and second.lines == []
+        assert second.message == "worker 1 has not started yet: ContainerCreating"
+        for request in api.requests():  # what the platform sent is valid
+            if request.method.value in ("POST", "DELETE") and request.data:
+                validate_manifest(request.data)
+    finally:
+        api.close()
