@@ -216,6 +216,7 @@ class LaunchSpec:
     annotations: Mapping[str, str] = field(default_factory=dict)
     host_network: bool = False
     allow_privilege_escalation: bool | None = None  # None: the cluster's default
+    array: tuple[str, int] | None = None  # a job array's (array id, this job's index)
 
     @property
     def elastic(self) -> bool:

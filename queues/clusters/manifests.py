@@ -59,7 +59,11 @@ HOSTNAME_LABEL = "kubernetes.io/hostname"
 MASTER_PORT = 29500
 CONTAINER_NAME = "worker"
 NAMESPACE_PREFIX = "team-"
-PLATFORM_ENV = frozenset({"WORLD_SIZE", "RANK", "MASTER_ADDR", "MASTER_PORT", "GPUPLATFORM_JOB_ID"})
+# a job array's jobs also get GPUPLATFORM_ARRAY_JOB_ID and _TASK_ID (Slurm's SLURM_ARRAY_*)
+ARRAY_ENV = ("GPUPLATFORM_ARRAY_JOB_ID", "GPUPLATFORM_ARRAY_TASK_ID")
+PLATFORM_ENV = frozenset(
+    {"WORLD_SIZE", "RANK", "MASTER_ADDR", "MASTER_PORT", "GPUPLATFORM_JOB_ID", *ARRAY_ENV}
+)
 # label and annotation keys the platform (and Kueue) own: a job's own labels may not use them
 RESERVED_KEY_PREFIXES = ("gpuplatform/", "kueue.x-k8s.io/")
 RESERVED_KEYS = frozenset({MANAGED_BY_KEY})
@@ -291,6 +295,11 @@ def pod_manifest(
         {"name": "MASTER_PORT", "value": str(MASTER_PORT)},
         {"name": "GPUPLATFORM_JOB_ID", "value": spec.job_id},
     ]
+    if spec.array is not None:
+        env += [
+            {"name": name, "value": str(value)}
+            for name, value in zip(ARRAY_ENV, spec.array, strict=True)
+        ]
     container: Manifest = {
         "name": CONTAINER_NAME,
         "image": spec.image,

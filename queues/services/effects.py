@@ -103,6 +103,7 @@ def launch_spec(job: Job, runtime: JobRuntime) -> LaunchSpec:
         min_workers=job.min_workers if job.is_elastic else None,
         command=tuple(job.command),
         flavor=flavor.name,
+        array=(str(job.array_id), job.array_index or 0) if job.array_id else None,
         **job_spec.launch_fields(job.spec),
     )
 

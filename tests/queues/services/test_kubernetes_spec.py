@@ -167,3 +167,21 @@ def test_a_job_from_a_pod_template_launches_as_the_template_says(k8s_world, api,
     assert pod["spec"]["restartPolicy"] == "Never"
     assert pod["metadata"]["labels"]["example.com/project"] == "llm"
     assert pod["metadata"]["labels"]["gpuplatform/job"] == str(job.pk)  # the platform's stay
+
+
+def test_the_jobs_of_an_array_learn_the_array_and_their_place_in_it(k8s_world, api, submit, cycle):
+    jobs = [submit(gpus=1, name=f"sweep-{index}") for index in range(2)]
+    for index, job in enumerate(jobs):
+        Job.objects.filter(pk=job.pk).update(array_id=jobs[0].pk, array_index=index)
+    alone = submit(gpus=1, name="alone")
+
+    cycle(T0)
+
+    for index, job in enumerate(jobs):
+        (pod,) = pods_of(api, job)
+        env = {e["name"]: e.get("value") for e in pod["spec"]["containers"][0]["env"]}
+        assert env["GPUPLATFORM_ARRAY_JOB_ID"] == str(jobs[0].pk)
+        assert env["GPUPLATFORM_ARRAY_TASK_ID"] == str(index)
+    (pod,) = pods_of(api, alone)
+    names = {e["name"] for e in pod["spec"]["containers"][0]["env"]}
+    assert not names & {"GPUPLATFORM_ARRAY_JOB_ID", "GPUPLATFORM_ARRAY_TASK_ID"}
