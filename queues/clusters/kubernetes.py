@@ -16,6 +16,7 @@ import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import datetime
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -24,7 +25,7 @@ from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 
-from queues.clusters import manifests
+from queues.clusters import adopted, manifests
 from queues.clusters.base import (
     ClusterState,
     ClusterUnavailable,
@@ -138,6 +139,7 @@ class KubernetesDriver:
         self._connection = connection
         self._api_client = connection.build_api_client()
         self._core = k8s.CoreV1Api(self._api_client)
+        self._custom = k8s.CustomObjectsApi(self._api_client)  # adopted workloads, any group
         timeout = connection.request_timeout_seconds
         self._timeout = (timeout, timeout)
 
@@ -213,6 +215,137 @@ class KubernetesDriver:
 
     def close(self) -> None:
         self._api_client.close()  # type: ignore[no-untyped-call]
+
+    # -- adopted workloads: kubectl-applied Jobs, JobSets, PyTorchJobs (adopted.py) --------
+
+    def list_adopted(self) -> adopted.Listing:
+        """Every Job, JobSet and PyTorchJob with a queue label, in every namespace (one LIST
+        per kind; a kind whose CRD is not installed, 404, is left out of `kinds`)."""
+        objects: list[Manifest] = []
+        kinds: set[str] = set()
+        for kind in adopted.KINDS:
+            try:
+                listed = self._read(
+                    f"list {kind.plural}.{kind.group}",
+                    lambda kind=kind: self._custom.list_cluster_custom_object(  # type: ignore[misc]
+                        kind.group, kind.version, kind.plural, **self._raw()
+                    ),
+                    tolerate=(404,),
+                )
+            except _Tolerated:
+                continue
+            kinds.add(kind.kind)
+            for item in listed.get("items") or []:
+                item.setdefault("kind", kind.kind)  # a list's items need not say it
+                item.setdefault("apiVersion", kind.api_version)
+                if adopted.is_candidate(item):
+                    objects.append(item)
+        return adopted.Listing(objects=tuple(objects), kinds=frozenset(kinds))
+
+    def admit_adopted(
+        self, ref: adopted.ObjectRef, job_id: str, labels: dict[str, str], nodes: list[str]
+    ) -> bool:
+        """Unsuspend the object pinned to `nodes` with the platform's `labels` on its pod
+        templates. False when it already was; `WorkloadConflict` when it is gone or another
+        object of that name took its place."""
+        current = self._get_adopted(ref)
+        if current is None:
+            raise WorkloadConflict(f"{ref} is gone from the cluster")
+        patch = adopted.admit_patch(current, job_id=job_id, labels=labels, nodes=nodes)
+        if not patch:
+            return False
+        self._patch_adopted(ref, patch)
+        return True
+
+    def suspend_adopted(self, ref: adopted.ObjectRef) -> bool:
+        """Suspend the object (its controller deletes its pods); False when it already was or
+        is gone."""
+        current = self._get_adopted(ref)
+        patch = adopted.suspend_patch(current) if current is not None else {}
+        if not patch:
+            return False
+        self._patch_adopted(ref, patch)
+        return True
+
+    def restore_adopted(self, ref: adopted.ObjectRef, templates: dict[str, Any]) -> bool:
+        """Put its pod templates back as applied, once it is suspended and its controller has
+        seen that; False when there is nothing to do yet."""
+        current = self._get_adopted(ref)
+        if current is None or not adopted.restorable(current):
+            return False
+        patch = adopted.restore_patch(current, templates)
+        if not patch:
+            return False
+        self._patch_adopted(ref, patch)
+        return True
+
+    def report_adopted(
+        self, obj: Manifest, *, status: str, reason: str, message: str, at: datetime
+    ) -> bool:
+        """Tell the object's owner: the platform's condition in its status and a core/v1
+        Event on it. False (nothing sent) when its condition says exactly this already."""
+        patch = adopted.condition_patch(obj, status=status, reason=reason, message=message, at=at)
+        if not patch:
+            return False
+        ref = adopted.ref_of(obj)
+        event = adopted.event_manifest(
+            ref,
+            type_="Normal" if status == "True" or reason == "Queued" else "Warning",
+            reason=reason,
+            message=message,
+            at=at,
+        )
+        self._create(
+            f"create event {ref.namespace}/{event['metadata']['name']}",
+            lambda: self._core.create_namespaced_event(
+                ref.namespace,
+                event,  # type: ignore[arg-type]
+                **self._raw(),
+            ),
+        )
+        kind = adopted.kind_of(ref.kind)
+        try:
+            with api_errors(f"patch {ref} status", tolerate=(404,)):
+                self._custom.patch_namespaced_custom_object_status(
+                    kind.group, kind.version, ref.namespace, kind.plural, ref.name, patch,
+                    **self._raw(),
+                )  # fmt: skip
+        except _Tolerated:
+            logger.debug("%s is gone: its status is not patched", ref)
+        return True
+
+    def _get_adopted(self, ref: adopted.ObjectRef) -> Manifest | None:
+        """The object as it is now; None when it is gone or is another object (its uid)."""
+        kind = adopted.kind_of(ref.kind)
+        try:
+            current = self._read(
+                f"read {ref}",
+                lambda: self._custom.get_namespaced_custom_object(
+                    kind.group, kind.version, ref.namespace, kind.plural, ref.name, **self._raw()
+                ),
+                tolerate=(404,),
+            )
+        except _Tolerated:
+            return None
+        current.setdefault("kind", kind.kind)
+        current.setdefault("apiVersion", kind.api_version)
+        if (current.get("metadata") or {}).get("uid", "") != ref.uid:
+            return None
+        return current
+
+    def _patch_adopted(self, ref: adopted.ObjectRef, patch: Manifest) -> None:
+        """A JSON merge patch of the object (its resourceVersion in it: a change made since
+        the read is a 409, a `WorkloadConflict` to retry next cycle)."""
+        kind = adopted.kind_of(ref.kind)
+        try:
+            with api_errors(f"patch {ref}", tolerate=(409,)):
+                self._custom.patch_namespaced_custom_object(
+                    kind.group, kind.version, ref.namespace, kind.plural, ref.name, patch,
+                    **self._raw(),
+                )  # fmt: skip
+        except _Tolerated:
+            raise WorkloadConflict(f"{ref} changed while being patched; retried") from None
+        logger.info("patched %s: %s", ref, json.dumps(patch, sort_keys=True)[:500])
 
     # -- helpers -------------------------------------------------------------------------
 
@@ -460,7 +593,8 @@ def workloads_from_pods(pods: list[Manifest]) -> tuple[WorkloadStatus, ...]:
 
 
 def _workload_status(job_id: str, namespace: str, pods: list[Manifest]) -> WorkloadStatus:
-    workers = tuple(sorted((_worker_status(pod) for pod in pods), key=lambda w: w.index))
+    indexes = adopted.worker_indexes(pods)  # the controllers' pods of an adopted workload
+    workers = tuple(sorted((_worker_status(pod, indexes) for pod in pods), key=lambda w: w.index))
     phase = workload_phase(w.phase for w in workers)
     failed = [w for w in workers if w.phase is WorkerPhase.FAILED]
     notes = [f"worker {w.index}: {w.message}" for w in workers if w.message]
@@ -479,8 +613,9 @@ def _workload_status(job_id: str, namespace: str, pods: list[Manifest]) -> Workl
     )
 
 
-def _worker_status(pod: Manifest) -> WorkerStatus:
+def _worker_status(pod: Manifest, indexes: dict[str, int] | None = None) -> WorkerStatus:
     metadata = pod.get("metadata") or {}
+    index = (indexes or {}).get(str(metadata.get("name", "")))
     spec = pod.get("spec") or {}
     status = pod.get("status") or {}
     phase = _POD_PHASES.get(str(status.get("phase", "Pending")), WorkerPhase.UNKNOWN)
@@ -488,7 +623,7 @@ def _worker_status(pod: Manifest) -> WorkerStatus:
         manifests.PLANNED_NODE_ANNOTATION, ""
     )
     return WorkerStatus(
-        index=_worker_index(pod),
+        index=_worker_index(pod) if index is None else index,
         pod_name=str(metadata.get("name", "")),
         node=str(node),
         phase=phase,

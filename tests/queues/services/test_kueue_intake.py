@@ -1,0 +1,161 @@
+"""Kueue-compatible intake (docs/KUEUE.md), end to end against the Kubernetes emulator over real
+HTTP: a Job, a JobSet and a PyTorchJob applied suspended with Kueue's queue label become platform
+jobs, are unsuspended on the planned nodes, suspended when preempted, resumed, and cancelled when
+deleted; every step in the job's timeline. The tests play the controllers (kmock runs none)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from queues.models import Cluster, Job, Node, WorkloadReference
+from tests.queues.clusters.k8s_emulator import TOKEN, EmulatedCluster
+from tests.queues.services import kueue_world as kw
+from tests.queues.services.helpers import T0, kinds, last_message, later
+
+H100 = {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}
+SPOT = {"gpuplatform/service-class": "spot"}
+
+
+@pytest.fixture
+def api():
+    emulated = EmulatedCluster()
+    try:
+        emulated.add_node("gpu-a", {"nvidia.com/gpu": "8"}, H100)
+        emulated.add_node("gpu-b", {"nvidia.com/gpu": "8"}, H100)
+        yield emulated
+    finally:
+        emulated.close()
+
+
+@pytest.fixture
+def k8s_world(world, api, cycle):
+    Node.objects.filter(cluster=world.cluster).delete()
+    Cluster.objects.filter(pk=world.cluster.pk).update(
+        driver=Cluster.Driver.KUBERNETES, api_url=api.url, token=TOKEN, verify_tls=False
+    )
+    cycle(later(-60))  # the nodes, read from the API (submissions are checked against them)
+    return world
+
+
+@pytest.fixture(autouse=True)
+def everything_sent_validates(api):
+    yield
+    kw.check_everything_sent(api)
+
+
+def adopted_job(obj: dict[str, Any]) -> Job:
+    ref = WorkloadReference.objects.select_related("job").get(uid=obj["metadata"]["uid"])
+    return Job.objects.select_related("runtime").get(pk=ref.job_id)
+
+
+def platform_pods(api: EmulatedCluster, job: Job) -> list[str]:
+    return sorted(
+        name
+        for name, pod in api.stored_pods().items()
+        if pod["metadata"]["labels"].get("gpuplatform/job") == str(job.pk)
+    )
+
+
+def workload_messages(job: Job) -> list[str]:
+    return list(
+        job.events.filter(kind="workload").order_by("at", "pk").values_list("message", flat=True)
+    )
+
+
+def reclaim_by_team_b(api: EmulatedCluster, submit, cycle, at: float) -> Job:
+    """Team b takes back its nominal 8 H100 with a production job; the borrowing gang of team a
+    is preempted (reclaim)."""
+    return submit(team="b", gpus=8, cls="production", at=later(at), name="prod")
+
+
+@pytest.mark.parametrize(
+    "make", [kw.batch_job, kw.jobset, kw.pytorchjob], ids=["job", "jobset", "pytorchjob"]
+)
+def test_a_suspended_workload_with_a_queue_label_runs_is_preempted_resumed_and_cancelled(
+    k8s_world, api, submit, cycle, reload, make
+):
+    obj = make(annotations=SPOT)
+    kw.apply(api, obj)
+
+    cycle(T0)
+
+    job = adopted_job(obj)
+    assert (job.state, job.workers, job.gpus_per_worker) == (Job.State.ADMITTED, 2, 8)
+    assert (job.owner.username, job.queue.name, job.service_class.name) == ("alice", "main", "spot")
+    live = kw.current(api, obj)
+    assert not kw.adopted.suspended(live)
+    for template in kw.templates(live):  # pinned to the planned nodes, findable by its labels
+        assert kw.required_hosts(template) == [["gpu-a", "gpu-b"]]
+        assert template["metadata"]["labels"]["gpuplatform/job"] == str(job.pk)
+        assert template["metadata"]["labels"]["app"] == "trainer"  # the user's kept
+    assert kw.condition(live)["reason"] == "Queued"
+    assert WorkloadReference.objects.get(job=job).labels["project"] == "llama"
+    assert platform_pods(api, job) == []  # the platform makes no pods of its own for it
+
+    pods = kw.play_controller(api, obj, ["gpu-a", "gpu-b"])
+    cycle(later(10))
+    job = reload(job)
+    assert job.state == Job.State.RUNNING
+    assert "All 2 worker(s) running" in last_message(job, "started")
+
+    prod = reclaim_by_team_b(api, submit, cycle, 20)
+    cycle(later(20))
+    job = reload(job)
+    assert job.state == Job.State.PREEMPTED
+    assert kw.adopted.suspended(kw.current(api, obj))  # as Kueue does: suspended, not deleted
+    assert "reclaim" in last_message(job, "preempted").lower() or "nominal" in last_message(
+        job, "preempted"
+    )
+    kw.controller_deletes_pods(api, pods)
+
+    cycle(later(60))  # the grace period (spot: 30 s) is over: back in the queue
+    for name in platform_pods(api, reload(prod)):
+        api.set_pod_status("team-team-b", name, {"phase": "Running"})
+    cycle(later(70))
+    job = reload(job)
+    assert job.state == Job.State.PENDING
+    restored = kw.current(api, obj)
+    for template in kw.templates(restored):  # the templates as applied, while it waits
+        assert template == kw.templates(obj)[0]
+
+    for name in platform_pods(api, reload(prod)):
+        api.set_pod_status("team-team-b", name, {"phase": "Succeeded"})
+    cycle(later(400))
+    job = reload(job)
+    assert job.state == Job.State.ADMITTED  # resumed: unsuspended again
+    live = kw.current(api, obj)
+    assert not kw.adopted.suspended(live)
+    assert all(kw.required_hosts(t) == [["gpu-a", "gpu-b"]] for t in kw.templates(live))
+    kw.play_controller(api, obj, ["gpu-b", "gpu-a"])
+    cycle(later(410))
+    assert reload(job).state == Job.State.RUNNING
+
+    api.remove(kw.resource_of(obj), kw.NAMESPACE, obj["metadata"]["name"])
+    cycle(later(420))
+    job = reload(job)
+    assert job.state == Job.State.CANCELLED
+    ref = f"{obj['apiVersion']} {obj['kind']} {kw.NAMESPACE}/{obj['metadata']['name']}"
+    assert f"Cancelled by the deletion of {ref}" in last_message(job, "cancelled")
+    assert kinds(job) == [
+        "submitted",
+        "workload",  # taken in
+        "admitted",
+        "workload",  # unsuspended on gpu-a, gpu-b
+        "started",
+        "preempted",
+        "workload",  # suspended
+        "requeued",
+        "pending",  # why it waits: team b's job holds the GPUs
+        "workload",  # pod templates restored
+        "admitted",
+        "workload",  # unsuspended
+        "started",
+        "cancelled",
+    ]
+    words = workload_messages(job)
+    assert words[0].startswith(f"Taken in from {ref}, applied suspended with ")
+    assert words[1].startswith(f"Unsuspended {ref} on gpu-a, gpu-b")
+    assert words[2].startswith(f"Suspended {ref}")
+    assert words[3].startswith(f"Restored the pod templates of {ref}")
