@@ -280,6 +280,7 @@ def _deleted(row: WorkloadReference, now: datetime) -> None:
 def tell(cluster: Cluster, notes: list[Note], now: datetime) -> None:
     """Set the conditions, send the Events and restore the templates the intake asked for.
     A failure is logged; the next cycle finds the same notes again (they are idempotent)."""
+    notes = [n for n in notes if not isinstance(n, Tell) or _news(n, now)]
     if not notes:
         return
     try:
@@ -298,6 +299,14 @@ def tell(cluster: Cluster, notes: list[Note], now: datetime) -> None:
                 logger.warning("cluster %s: %s", cluster.name, error)
     finally:
         driver.close()
+
+
+def _news(note: Tell, now: datetime) -> bool:
+    """Whether the object's condition does not say this yet (else: told already, not again)."""
+    patch = adopted.condition_patch(
+        note.obj, status=note.status, reason=note.reason, message=note.message, at=now
+    )
+    return bool(patch)
 
 
 def _tell_one(driver: Any, note: Note, now: datetime) -> None:

@@ -159,3 +159,75 @@ def test_a_suspended_workload_with_a_queue_label_runs_is_preempted_resumed_and_c
     assert words[1].startswith(f"Unsuspended {ref} on gpu-a, gpu-b")
     assert words[2].startswith(f"Suspended {ref}")
     assert words[3].startswith(f"Restored the pod templates of {ref}")
+
+
+# -- refused: an Event and a condition saying why, once ----------------------------------------
+
+
+def told(api: EmulatedCluster, obj: dict[str, Any]) -> tuple[list[str], dict[str, Any] | None]:
+    events = kw.events_about(api, obj["metadata"]["name"])
+    return [f"{e['type']} {e['reason']}: {e['message']}" for e in events], kw.condition(
+        kw.current(api, obj)
+    )
+
+
+def status_patches(api: EmulatedCluster) -> int:
+    return sum(1 for r in api.requests("PATCH") if r.subresource == "status")
+
+
+@pytest.mark.parametrize(
+    ("obj", "reason", "words"),
+    [
+        (
+            kw.batch_job("eager", spec={"suspend": False}),
+            "NotSuspended",
+            "spec.suspend is not true: the platform only takes in workloads created suspended",
+        ),
+        (
+            kw.pytorchjob("lost", uid="uid-lost") | {"metadata": {
+                **kw.metadata("lost", "uid-lost"),
+                "labels": {"kueue.x-k8s.io/queue-name": "nowhere"},
+            }},
+            "UnknownQueue",
+            "team team-a has no queue 'nowhere'; its queues: main",
+        ),
+        (
+            kw.batch_job("huge", uid="uid-huge", workers=4),
+            "SubmissionRefused",
+            "workers: 4 worker(s) x 8 GPU(s) = 32 is more than any cluster holds",
+        ),
+        (
+            kw.jobset("mixed", uid="uid-mixed")
+            | {"spec": {"suspend": True, "replicatedJobs": [
+                {"name": "a", "replicas": 1, "template": {"spec": {
+                    "parallelism": 1, "completions": 1, "template": kw.pod_template(8)}}},
+                {"name": "b", "replicas": 1, "template": {"spec": {
+                    "parallelism": 1, "completions": 1, "template": kw.pod_template(4)}}},
+            ]}},
+            "InvalidWorkload",
+            "its pods ask for different GPUs (a: 8 nvidia.com/gpu, b: 4 nvidia.com/gpu)",
+        ),
+    ],
+    ids=["not-suspended", "unknown-queue", "too-large", "heterogeneous"],
+)  # fmt: skip
+def test_a_workload_the_platform_cannot_take_gets_an_event_and_a_condition_once(
+    k8s_world, api, cycle, obj, reason, words
+):
+    kw.apply(api, obj)
+
+    cycle(T0)
+
+    events, said = told(api, obj)
+    assert len(events) == 1 and events[0].startswith(f"Warning {reason}: {words}"), events
+    assert said is not None
+    assert (said["status"], said["reason"]) == ("False", reason)
+    assert said["message"].startswith(words)
+    assert not WorkloadReference.objects.exists() and not Job.objects.exists()
+    assert kw.adopted.suspended(kw.current(api, obj)) == kw.adopted.suspended(obj)  # untouched
+    sent = status_patches(api)
+
+    cycle(later(10))
+    cycle(later(20))
+
+    assert told(api, obj)[0] == events  # not told again
+    assert status_patches(api) == sent
