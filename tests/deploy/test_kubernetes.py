@@ -21,6 +21,8 @@ import kubernetes_validate  # type: ignore[import-untyped]
 import pytest
 import yaml
 
+from queues.clusters.adopted import KINDS
+
 REPO = Path(__file__).resolve().parents[2]
 KUSTOMIZE = REPO / "deploy" / "kubernetes"
 DRIVER = REPO / "queues" / "clusters" / "kubernetes.py"
@@ -89,20 +91,24 @@ def pod_specs(objects: tuple[Obj, ...]) -> dict[str, Obj]:
     }
 
 
-def driver_calls() -> set[tuple[str, str]]:
-    """(resource, verb) of every Kubernetes API call in the driver's code (``self._core.x``)."""
-    verbs = {"list": "list", "read": "get", "create": "create", "delete": "delete",
+def driver_calls() -> set[tuple[str, str, str]]:
+    """(API group, resource, verb) of every Kubernetes API call in the driver's code: the core
+    API's by their method names (``self._core.x``), and the custom-object calls
+    (``self._custom.x``, ``..._status`` for the status subresource) for each kind it takes in
+    from kubectl users (``adopted.KINDS``: batch Jobs, JobSets, PyTorchJobs)."""
+    verbs = {"list": "list", "read": "get", "get": "get", "create": "create", "delete": "delete",
              "patch": "patch", "replace": "update", "watch": "watch"}  # fmt: skip
     calls = set()
     for node in ast.walk(ast.parse(DRIVER.read_text())):
-        if (
-            isinstance(node, ast.Attribute)
-            and isinstance(node.value, ast.Attribute)
-            and node.value.attr == "_core"
-        ):
-            verb, _, rest = node.attr.partition("_")
+        if not (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute)):
+            continue
+        verb, _, rest = node.attr.partition("_")
+        if node.value.attr == "_core":
             resource = rest.removeprefix("namespaced_").removesuffix("_for_all_namespaces")
-            calls.add((resource + "s", verbs[verb]))
+            calls.add(("", resource + "s", verbs[verb]))
+        elif node.value.attr == "_custom":
+            sub = "/status" if rest.endswith("_status") else ""
+            calls.update((kind.group, kind.plural + sub, verbs[verb]) for kind in KINDS)
     return calls
 
 
@@ -139,17 +145,17 @@ def test_no_role_grants_a_wildcard(variant: str) -> None:
 
 def test_the_cluster_role_grants_exactly_the_calls_of_the_driver() -> None:
     calls = driver_calls()
-    assert ("pods", "create") in calls and ("nodes", "list") in calls  # the parse works
+    assert ("", "pods", "create") in calls and ("", "nodes", "list") in calls  # the parse works
+    assert ("batch", "jobs/status", "patch") in calls
     role = of_kind(rendered("production"), "ClusterRole")["gpuplatform-scheduler"]
     granted = {
-        (resource, verb)
+        (group, resource, verb)
         for rule in role["rules"]
+        for group in rule["apiGroups"]
         for resource in rule["resources"]
         for verb in rule["verbs"]
-        if rule["apiGroups"] == [""]
     }
     assert granted == calls
-    assert all(rule["apiGroups"] == [""] for rule in role["rules"])  # the core API group only
     binding = of_kind(rendered("production"), "ClusterRoleBinding")["gpuplatform-scheduler"]
     assert binding["subjects"] == [
         {"kind": "ServiceAccount", "name": "gpuplatform", "namespace": "gpuplatform"}
