@@ -16,7 +16,6 @@ import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -41,6 +40,7 @@ from queues.clusters.base import (
     WorkloadStatus,
     workload_phase,
 )
+from queues.clusters.kubernetes_adopted import AdoptedWorkloadCalls
 
 logger = logging.getLogger(__name__)
 
@@ -132,8 +132,9 @@ class KubernetesConnection:
         return k8s.ApiClient(configuration)
 
 
-class KubernetesDriver:
-    """`ClusterDriver` for one Kubernetes cluster."""
+class KubernetesDriver(AdoptedWorkloadCalls):
+    """`ClusterDriver` for one Kubernetes cluster (and the calls about kubectl-applied
+    workloads, `AdoptedWorkloadCalls`)."""
 
     def __init__(self, connection: KubernetesConnection) -> None:
         self._connection = connection
@@ -215,137 +216,6 @@ class KubernetesDriver:
 
     def close(self) -> None:
         self._api_client.close()  # type: ignore[no-untyped-call]
-
-    # -- adopted workloads: kubectl-applied Jobs, JobSets, PyTorchJobs (adopted.py) --------
-
-    def list_adopted(self) -> adopted.Listing:
-        """Every Job, JobSet and PyTorchJob with a queue label, in every namespace (one LIST
-        per kind; a kind whose CRD is not installed, 404, is left out of `kinds`)."""
-        objects: list[Manifest] = []
-        kinds: set[str] = set()
-        for kind in adopted.KINDS:
-            try:
-                listed = self._read(
-                    f"list {kind.plural}.{kind.group}",
-                    lambda kind=kind: self._custom.list_cluster_custom_object(  # type: ignore[misc]
-                        kind.group, kind.version, kind.plural, **self._raw()
-                    ),
-                    tolerate=(404,),
-                )
-            except _Tolerated:
-                continue
-            kinds.add(kind.kind)
-            for item in listed.get("items") or []:
-                item.setdefault("kind", kind.kind)  # a list's items need not say it
-                item.setdefault("apiVersion", kind.api_version)
-                if adopted.is_candidate(item):
-                    objects.append(item)
-        return adopted.Listing(objects=tuple(objects), kinds=frozenset(kinds))
-
-    def admit_adopted(
-        self, ref: adopted.ObjectRef, job_id: str, labels: dict[str, str], nodes: list[str]
-    ) -> bool:
-        """Unsuspend the object pinned to `nodes` with the platform's `labels` on its pod
-        templates. False when it already was; `WorkloadConflict` when it is gone or another
-        object of that name took its place."""
-        current = self._get_adopted(ref)
-        if current is None:
-            raise WorkloadConflict(f"{ref} is gone from the cluster")
-        patch = adopted.admit_patch(current, job_id=job_id, labels=labels, nodes=nodes)
-        if not patch:
-            return False
-        self._patch_adopted(ref, patch)
-        return True
-
-    def suspend_adopted(self, ref: adopted.ObjectRef) -> bool:
-        """Suspend the object (its controller deletes its pods); False when it already was or
-        is gone."""
-        current = self._get_adopted(ref)
-        patch = adopted.suspend_patch(current) if current is not None else {}
-        if not patch:
-            return False
-        self._patch_adopted(ref, patch)
-        return True
-
-    def restore_adopted(self, ref: adopted.ObjectRef, templates: dict[str, Any]) -> bool:
-        """Put its pod templates back as applied, once it is suspended and its controller has
-        seen that; False when there is nothing to do yet."""
-        current = self._get_adopted(ref)
-        if current is None or not adopted.restorable(current):
-            return False
-        patch = adopted.restore_patch(current, templates)
-        if not patch:
-            return False
-        self._patch_adopted(ref, patch)
-        return True
-
-    def report_adopted(
-        self, obj: Manifest, *, status: str, reason: str, message: str, at: datetime
-    ) -> bool:
-        """Tell the object's owner: the platform's condition in its status and a core/v1
-        Event on it. False (nothing sent) when its condition says exactly this already."""
-        patch = adopted.condition_patch(obj, status=status, reason=reason, message=message, at=at)
-        if not patch:
-            return False
-        ref = adopted.ref_of(obj)
-        event = adopted.event_manifest(
-            ref,
-            type_="Normal" if status == "True" or reason == "Queued" else "Warning",
-            reason=reason,
-            message=message,
-            at=at,
-        )
-        self._create(
-            f"create event {ref.namespace}/{event['metadata']['name']}",
-            lambda: self._core.create_namespaced_event(
-                ref.namespace,
-                event,  # type: ignore[arg-type]
-                **self._raw(),
-            ),
-        )
-        kind = adopted.kind_of(ref.kind)
-        try:
-            with api_errors(f"patch {ref} status", tolerate=(404,)):
-                self._custom.patch_namespaced_custom_object_status(
-                    kind.group, kind.version, ref.namespace, kind.plural, ref.name, patch,
-                    **self._raw(),
-                )  # fmt: skip
-        except _Tolerated:
-            logger.debug("%s is gone: its status is not patched", ref)
-        return True
-
-    def _get_adopted(self, ref: adopted.ObjectRef) -> Manifest | None:
-        """The object as it is now; None when it is gone or is another object (its uid)."""
-        kind = adopted.kind_of(ref.kind)
-        try:
-            current = self._read(
-                f"read {ref}",
-                lambda: self._custom.get_namespaced_custom_object(
-                    kind.group, kind.version, ref.namespace, kind.plural, ref.name, **self._raw()
-                ),
-                tolerate=(404,),
-            )
-        except _Tolerated:
-            return None
-        current.setdefault("kind", kind.kind)
-        current.setdefault("apiVersion", kind.api_version)
-        if (current.get("metadata") or {}).get("uid", "") != ref.uid:
-            return None
-        return current
-
-    def _patch_adopted(self, ref: adopted.ObjectRef, patch: Manifest) -> None:
-        """A JSON merge patch of the object (its resourceVersion in it: a change made since
-        the read is a 409, a `WorkloadConflict` to retry next cycle)."""
-        kind = adopted.kind_of(ref.kind)
-        try:
-            with api_errors(f"patch {ref}", tolerate=(409,)):
-                self._custom.patch_namespaced_custom_object(
-                    kind.group, kind.version, ref.namespace, kind.plural, ref.name, patch,
-                    **self._raw(),
-                )  # fmt: skip
-        except _Tolerated:
-            raise WorkloadConflict(f"{ref} changed while being patched; retried") from None
-        logger.info("patched %s: %s", ref, json.dumps(patch, sort_keys=True)[:500])
 
     # -- helpers -------------------------------------------------------------------------
 
@@ -456,6 +326,23 @@ class KubernetesDriver:
             raise WorkloadConflict(
                 f"pod {namespace}/{name} exists on node {planned!r}, not on {worker.node!r}"
             )
+
+    def _read_or_none(self, action: str, call: Callable[[], Any]) -> Manifest | None:
+        """A read whose object may be gone: None on 404."""
+        try:
+            return self._read(action, call, tolerate=(404,))
+        except _Tolerated:
+            return None
+
+    def _send(self, action: str, call: Callable[[], Any], tolerate: tuple[int, ...]) -> bool:
+        """A write; False when the API answered one of the `tolerate` statuses."""
+        try:
+            with api_errors(action, tolerate=tolerate):
+                call()
+                return True
+        except _Tolerated:
+            logger.debug("%s: tolerated", action)
+            return False
 
     def _create(self, action: str, call: Callable[[], Any]) -> bool:
         """Run a create call; False when the object already existed (HTTP 409)."""

@@ -25,7 +25,11 @@ from queues.clusters.adopted import KINDS
 
 REPO = Path(__file__).resolve().parents[2]
 KUSTOMIZE = REPO / "deploy" / "kubernetes"
-DRIVER = REPO / "queues" / "clusters" / "kubernetes.py"
+# the Kubernetes driver, and its calls about kubectl-applied workloads (a mixin of it)
+DRIVER = (
+    REPO / "queues" / "clusters" / "kubernetes.py",
+    REPO / "queues" / "clusters" / "kubernetes_adopted.py",
+)
 VERSIONS = ("1.29.0", kubernetes_validate.latest_version())
 VARIANTS = ("demo", "production", "production+ingress")
 APP = ("web", "worker", "beat")
@@ -99,7 +103,8 @@ def driver_calls() -> set[tuple[str, str, str]]:
     verbs = {"list": "list", "read": "get", "get": "get", "create": "create", "delete": "delete",
              "patch": "patch", "replace": "update", "watch": "watch"}  # fmt: skip
     calls = set()
-    for node in ast.walk(ast.parse(DRIVER.read_text())):
+    nodes = [node for path in DRIVER for node in ast.walk(ast.parse(path.read_text()))]
+    for node in nodes:
         if not (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute)):
             continue
         verb, _, rest = node.attr.partition("_")

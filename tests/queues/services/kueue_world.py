@@ -137,7 +137,7 @@ def current(api: EmulatedCluster, obj: dict[str, Any]) -> dict[str, Any]:
 def templates(obj: dict[str, Any]) -> list[dict[str, Any]]:
     sets, why = adopted.pod_sets(obj)
     assert not why
-    return [adopted._dig(obj, s.path) for s in sets]
+    return [adopted.dig(obj, s.path) for s in sets]
 
 
 def required_hosts(template: dict[str, Any]) -> list[list[str]]:
@@ -165,7 +165,7 @@ def play_controller(
     names = []
     sets, _ = adopted.pod_sets(live)
     for pod_set in sets:
-        template = adopted._dig(live, pod_set.path)
+        template = adopted.dig(live, pod_set.path)
         for i in range(pod_set.count):
             labels = dict(template["metadata"].get("labels") or {})
             if kind == "Job":
