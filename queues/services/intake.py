@@ -13,7 +13,8 @@ listed (``list_adopted``):
 - one that cannot be taken in (not suspended, an unknown queue, larger than any cluster, any
   rule of queues/models/job_rules.py) gets a Warning Event and a condition saying why, once:
   the condition already saying so is not sent again;
-- one whose job waits again after a stop gets its pod templates back as applied;
+- one whose job waits again after a stop gets its pod templates back as applied, and is
+  suspended again if someone unsuspended it while its job does not hold GPUs;
 - one deleted from the cluster cancels its job.
 
 Effects on the object (``carry_out``, from effects.py): a launch unsuspends it pinned to the
@@ -78,7 +79,16 @@ class Restore:
     templates: dict[str, Any]
 
 
-Note = Tell | Restore
+@dataclass(frozen=True)
+class Resuspend:
+    """Suspend the object again: someone unsuspended it while its job does not hold GPUs (as
+    Kueue does, the platform alone decides when it runs)."""
+
+    job_id: int
+    ref: ObjectRef
+
+
+Note = Tell | Restore | Resuspend
 
 
 def list_workloads(driver: Any) -> adopted.Listing | None:
@@ -111,7 +121,11 @@ def take_in(
         seen.add(ref.uid)
         row = known.get(ref.uid)
         if row is not None:
-            if row.job.state in RESTORE_STATES and adopted.injected_job(obj) == str(row.job_id):
+            if row.job.state not in RESTORE_STATES:
+                continue
+            if not adopted.suspended(obj):
+                notes.append(Resuspend(row.job_id, ref))
+            elif adopted.injected_job(obj) == str(row.job_id):
                 notes.append(Restore(row.job_id, ref, dict(row.templates)))
             continue
         outcome = _adopt(cluster, obj, teams, flavors, now, report)
@@ -314,6 +328,10 @@ def _tell_one(driver: Any, note: Note, now: datetime) -> None:
         driver.report_adopted(
             note.obj, status=note.status, reason=note.reason, message=note.message, at=now
         )
+    elif isinstance(note, Resuspend):
+        if driver.suspend_adopted(note.ref):
+            said = job_events.workload_suspended(workload=str(note.ref))
+            said.row(note.job_id, now).save()
     elif driver.restore_adopted(note.ref, note.templates):
         said = job_events.workload_restored(workload=str(note.ref))
         said.row(note.job_id, now).save()

@@ -46,6 +46,16 @@ def test_a_batch_job_is_a_gang_of_parallelism_workers() -> None:
     )
 
 
+def test_the_service_class_is_the_annotation_else_kueues_priority_class_label() -> None:
+    obj = kw.batch_job()
+    obj["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = "production"
+    parsed = adopted.parse(obj)
+    assert isinstance(parsed, adopted.AdoptedWorkload) and parsed.service_class == "production"
+    obj["metadata"]["annotations"]["gpuplatform/service-class"] = "spot"
+    parsed = adopted.parse(obj)
+    assert isinstance(parsed, adopted.AdoptedWorkload) and parsed.service_class == "spot"
+
+
 def test_a_jobset_counts_replicas_times_parallelism_and_a_pytorchjob_master_plus_workers() -> None:
     obj = kw.jobset()
     obj["spec"]["replicatedJobs"][1]["replicas"] = 3

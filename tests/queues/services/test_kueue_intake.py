@@ -231,3 +231,26 @@ def test_a_workload_the_platform_cannot_take_gets_an_event_and_a_condition_once(
 
     assert told(api, obj)[0] == events  # not told again
     assert status_patches(api) == sent
+
+
+def test_a_waiting_workload_unsuspended_by_hand_is_suspended_again(
+    k8s_world, api, submit, cycle, reload
+):
+    """As Kueue does: the platform alone decides when a workload it took in runs."""
+    big = submit(team="a", gpus=8, workers=2, name="big")  # holds both nodes
+    cycle(T0)
+    assert reload(big).state == Job.State.ADMITTED
+    obj = kw.batch_job(workers=1)
+    kw.apply(api, obj)
+    cycle(later(10))
+    job = adopted_job(obj)
+    assert job.state == Job.State.PENDING
+
+    live = kw.current(api, obj)
+    live["spec"]["suspend"] = False  # kubectl patch ... suspend: false
+    api.put(kw.resource_of(obj), live)
+    cycle(later(20))
+
+    assert kw.adopted.suspended(kw.current(api, obj))
+    assert reload(job).state == Job.State.PENDING
+    assert workload_messages(job)[-1].startswith("Suspended batch/v1 Job team-team-a/train")
