@@ -327,10 +327,12 @@ class KubernetesDriver(AdoptedWorkloadCalls):
                 f"pod {namespace}/{name} exists on node {planned!r}, not on {worker.node!r}"
             )
 
-    def _read_or_none(self, action: str, call: Callable[[], Any]) -> Manifest | None:
-        """A read whose object may be gone: None on 404."""
+    def _read_or_none(
+        self, action: str, call: Callable[[], Any], tolerate: tuple[int, ...] = (404,)
+    ) -> Manifest | None:
+        """A read whose object may be gone: None on 404 (or the other `tolerate` statuses)."""
         try:
-            return self._read(action, call, tolerate=(404,))
+            return self._read(action, call, tolerate=tolerate)
         except _Tolerated:
             return None
 

@@ -35,7 +35,9 @@ class AdoptedWorkloadCalls:
 
         def _raw(self) -> dict[str, Any]: ...
 
-        def _read_or_none(self, action: str, call: Callable[[], Any]) -> Manifest | None: ...
+        def _read_or_none(
+            self, action: str, call: Callable[[], Any], tolerate: tuple[int, ...] = (404,)
+        ) -> Manifest | None: ...
 
         def _send(
             self, action: str, call: Callable[[], Any], tolerate: tuple[int, ...]
@@ -43,7 +45,9 @@ class AdoptedWorkloadCalls:
 
     def list_adopted(self) -> adopted.Listing:
         """Every Job, JobSet and PyTorchJob with a queue label, in every namespace (one LIST
-        per kind; a kind whose CRD is not installed, 404, is left out of `kinds`)."""
+        per kind). A kind whose CRD is not installed (404) or that the platform may not list
+        (403: a ClusterRole from before the intake) is left out of `kinds`, and the cluster
+        stays healthy for the platform's own jobs."""
         objects: list[Manifest] = []
         kinds: set[str] = set()
         for kind in adopted.KINDS:
@@ -52,8 +56,12 @@ class AdoptedWorkloadCalls:
                 lambda kind=kind: self._custom.list_cluster_custom_object(  # type: ignore[misc]
                     kind.group, kind.version, kind.plural, **self._raw()
                 ),
+                tolerate=(403, 404),
             )
             if listed is None:
+                logger.info(
+                    "%s.%s: not installed or not allowed; not listed", kind.plural, kind.group
+                )
                 continue
             kinds.add(kind.kind)
             for item in listed.get("items") or []:
