@@ -109,17 +109,30 @@ class AdoptedWorkloadCalls:
         return True
 
     def report_adopted(
-        self, obj: Manifest, *, status: str, reason: str, message: str, at: datetime
+        self,
+        obj: Manifest | adopted.ObjectRef,
+        *,
+        status: str,
+        reason: str,
+        message: str,
+        at: datetime,
+        warning: bool = False,
     ) -> bool:
-        """Tell the object's owner: the platform's condition in its status and a core/v1
-        Event on it. False (nothing sent) when its condition says exactly this already."""
+        """Tell the object's owner: the platform's condition in its status and a core/v1 Event
+        (Normal, or Warning) on it. `obj` as listed, or a reference (read first). False
+        (nothing sent) when its condition says exactly this already, or it is gone."""
+        if isinstance(obj, adopted.ObjectRef):
+            found = self._get_adopted(obj)
+            if found is None:
+                return False
+            obj = found
         patch = adopted.condition_patch(obj, status=status, reason=reason, message=message, at=at)
         if not patch:
             return False
         ref = adopted.ref_of(obj)
         event = adopted.event_manifest(
             ref,
-            type_="Normal" if status == "True" or reason == "Queued" else "Warning",
+            type_="Warning" if warning else "Normal",
             reason=reason,
             message=message,
             at=at,

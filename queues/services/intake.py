@@ -31,7 +31,6 @@ from typing import Any
 from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
-from django.utils import timezone
 
 from queues.clusters import adopted, manifests
 from queues.clusters.adopted import AdoptedWorkload, ObjectRef, Refusal
@@ -55,7 +54,9 @@ from queues.services.report import CycleReport
 
 logger = logging.getLogger(__name__)
 
-QUEUED = "Queued"
+QUEUED = "Queued"  # the condition's reasons while it waits, runs, or was stopped
+ADMITTED = "Admitted"
+SUSPENDED = "Suspended"
 # a job in these states waits or has ended without its object running: templates go back
 RESTORE_STATES = (Job.State.PENDING, Job.State.CANCELLED, Job.State.FAILED)
 
@@ -68,6 +69,7 @@ class Tell:
     reason: str
     message: str
     status: str = "False"
+    warning: bool = True  # a refusal; being queued is Normal
 
 
 @dataclass(frozen=True)
@@ -134,7 +136,7 @@ def take_in(
             notes.append(Tell(obj, outcome.reason, outcome.message))
         else:
             text = f"Queued as job #{outcome.pk} in queue {outcome.queue}."
-            notes.append(Tell(obj, QUEUED, text))
+            notes.append(Tell(obj, QUEUED, text, warning=False))
     for uid, row in known.items():
         if uid not in seen and row.kind in listing.kinds and not row.job.is_finished:
             _deleted(row, now)
@@ -326,7 +328,12 @@ def _news(note: Tell, now: datetime) -> bool:
 def _tell_one(driver: Any, note: Note, now: datetime) -> None:
     if isinstance(note, Tell):
         driver.report_adopted(
-            note.obj, status=note.status, reason=note.reason, message=note.message, at=now
+            note.obj,
+            status=note.status,
+            reason=note.reason,
+            message=note.message,
+            at=now,
+            warning=note.warning,
         )
     elif isinstance(note, Resuspend):
         if driver.suspend_adopted(note.ref):
@@ -352,13 +359,17 @@ def carry_out(driver: Any, action: str, job: Job, row: WorkloadReference, now: d
         flavor = runtime.flavor.name if runtime.flavor is not None else ""
         if driver.admit_adopted(ref, str(job.pk), _labels(job, flavor), nodes):
             said = job_events.workload_unsuspended(workload=str(ref), nodes=nodes)
-            said.row(job, now or timezone.now()).save()
+            said.row(job, now).save()
+        text = f"Admitted as job #{job.pk} on {', '.join(nodes)}."
+        driver.report_adopted(ref, status="True", reason=ADMITTED, message=text, at=now)
     elif action == "stop" and getattr(driver, "suspend_adopted", None) is not None:
         if job.state == Job.State.SUCCEEDED:
             return
         if driver.suspend_adopted(ref):
             said = job_events.workload_suspended(workload=str(ref))
-            said.row(job, now or timezone.now()).save()
+            said.row(job, now).save()
+            text = f"Suspended: job #{job.pk} is {job.get_state_display().lower()}."
+            driver.report_adopted(ref, status="False", reason=SUSPENDED, message=text, at=now)
 
 
 def _labels(job: Job, flavor: str) -> dict[str, str]:

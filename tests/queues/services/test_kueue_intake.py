@@ -90,7 +90,14 @@ def test_a_suspended_workload_with_a_queue_label_runs_is_preempted_resumed_and_c
         assert kw.required_hosts(template) == [["gpu-a", "gpu-b"]]
         assert template["metadata"]["labels"]["gpuplatform/job"] == str(job.pk)
         assert template["metadata"]["labels"]["app"] == "trainer"  # the user's kept
-    assert kw.condition(live)["reason"] == "Queued"
+    said = kw.condition(live)
+    assert (said["status"], said["reason"]) == ("True", "Admitted")
+    assert said["message"] == f"Admitted as job #{job.pk} on gpu-a, gpu-b."
+    name = obj["metadata"]["name"]
+    assert [(e["type"], e["reason"]) for e in kw.events_about(api, name)] == [
+        ("Normal", "Queued"),
+        ("Normal", "Admitted"),
+    ]
     assert WorkloadReference.objects.get(job=job).labels["project"] == "llama"
     assert platform_pods(api, job) == []  # the platform makes no pods of its own for it
 
@@ -105,6 +112,8 @@ def test_a_suspended_workload_with_a_queue_label_runs_is_preempted_resumed_and_c
     job = reload(job)
     assert job.state == Job.State.PREEMPTED
     assert kw.adopted.suspended(kw.current(api, obj))  # as Kueue does: suspended, not deleted
+    said = kw.condition(kw.current(api, obj))
+    assert (said["status"], said["reason"]) == ("False", "Suspended")
     assert "reclaim" in last_message(job, "preempted").lower() or "nominal" in last_message(
         job, "preempted"
     )
