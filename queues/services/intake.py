@@ -31,6 +31,7 @@ from typing import Any
 from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
+from django.db.models import Q
 
 from queues.clusters import adopted, manifests
 from queues.clusters.adopted import AdoptedWorkload, ObjectRef, Refusal
@@ -108,12 +109,11 @@ def take_in(
     cluster: Cluster, listing: adopted.Listing, now: datetime, report: CycleReport
 ) -> list[Note]:
     """Bring the database up to the cluster's kubectl workloads; returns what to tell them."""
-    known = {
-        row.uid: row
-        for row in WorkloadReference.objects.filter(cluster=cluster).select_related(
-            "job__queue__team", "job__owner"
-        )
-    }
+    listed = [adopted.ref_of(obj).uid for obj in listing.objects]
+    rows = WorkloadReference.objects.filter(cluster=cluster).filter(
+        Q(uid__in=listed) | ~Q(job__state__in=Job.TERMINAL_STATES)  # listed, or may be gone
+    )
+    known = {row.uid: row for row in rows.select_related("job__queue__team", "job__owner")}
     teams = {manifests.team_namespace(team.name): team for team in Team.objects.all()}
     flavors = list(Flavor.objects.all())
     notes: list[Note] = []
@@ -132,8 +132,10 @@ def take_in(
             continue
         outcome = _adopt(cluster, obj, teams, flavors, now, report)
         if isinstance(outcome, Refusal):
-            report.add("refused", f"{ref}: {outcome.message}")
-            notes.append(Tell(obj, outcome.reason, outcome.message))
+            note = Tell(obj, outcome.reason, outcome.message)
+            if _news(note, now):  # else told already: not again, not in the report either
+                report.add("refused", f"{ref}: {outcome.message}")
+                notes.append(note)
         else:
             text = f"Queued as job #{outcome.pk} in queue {outcome.queue}."
             notes.append(Tell(obj, QUEUED, text, warning=False))
