@@ -43,6 +43,8 @@ class AdoptedWorkloadCalls:
             self, action: str, call: Callable[[], Any], tolerate: tuple[int, ...]
         ) -> bool: ...
 
+        def _job_pods(self, job_id: str, namespace: str) -> list[Manifest]: ...
+
     def list_adopted(self) -> adopted.Listing:
         """Every Job, JobSet and PyTorchJob with a queue label, in every namespace (one LIST
         per kind). A kind whose CRD is not installed (404) or that the platform may not list
@@ -75,11 +77,17 @@ class AdoptedWorkloadCalls:
         self, ref: adopted.ObjectRef, job_id: str, labels: dict[str, str], nodes: list[str]
     ) -> bool:
         """Unsuspend the object pinned to `nodes` with the platform's `labels` on its pod
-        templates. False when it already was; `WorkloadConflict` when it is gone or another
-        object of that name took its place."""
+        templates. False when it already was; `WorkloadConflict` when it is gone, another
+        object of that name took its place, or the pods of its previous run are still there
+        (its controller deletes them after a suspension: a gang restarts whole)."""
         current = self._get_adopted(ref)
         if current is None:
             raise WorkloadConflict(f"{ref} is gone from the cluster")
+        if adopted.suspended(current) and self._job_pods(job_id, ref.namespace):
+            raise WorkloadConflict(
+                f"{ref}: the pods of its previous run are still there; it is unsuspended once "
+                "its controller has deleted them"
+            )
         patch = adopted.admit_patch(current, job_id=job_id, labels=labels, nodes=nodes)
         if not patch:
             return False

@@ -263,3 +263,42 @@ def test_a_waiting_workload_unsuspended_by_hand_is_suspended_again(
     assert kw.adopted.suspended(kw.current(api, obj))
     assert reload(job).state == Job.State.PENDING
     assert workload_messages(job)[-1].startswith("Suspended batch/v1 Job team-team-a/train")
+
+
+def test_a_failed_pod_requeues_the_gang_suspended_and_succeeded_pods_end_the_job(
+    k8s_world, api, cycle, reload
+):
+    """The controller's pods are the job's workers: one failed worker stops the gang (the
+    object is suspended, the job requeued); all succeeded is the job's success, and the object,
+    complete on its own, is left alone."""
+    obj = kw.batch_job(workers=2, gpus=4)
+    kw.apply(api, obj)
+    cycle(T0)
+    pods = kw.play_controller(api, obj, ["gpu-a"])
+    cycle(later(10))
+    job = adopted_job(obj)
+    assert job.state == Job.State.RUNNING
+
+    api.set_pod_status(kw.NAMESPACE, pods[1], {"phase": "Failed", "reason": "Error"})
+    cycle(later(20))
+    job = reload(job)
+    assert job.runtime.failures == 1
+    assert "worker 1" in last_message(job, "requeued")
+    assert job.state == Job.State.ADMITTED  # requeued and admitted again at once, but
+    assert kw.adopted.suspended(kw.current(api, obj))  # not unsuspended while its pods remain
+    kw.controller_deletes_pods(api, pods)
+
+    cycle(later(30))  # its pods are gone: unsuspended, the gang restarts whole
+    assert not kw.adopted.suspended(kw.current(api, obj))
+    assert reload(job).state == Job.State.ADMITTED
+    pods = kw.play_controller(api, obj, ["gpu-b"])
+    cycle(later(110))
+    assert reload(job).state == Job.State.RUNNING
+    for name in pods:
+        api.set_pod_status(kw.NAMESPACE, name, {"phase": "Succeeded"})
+    patches = len(api.requests("PATCH"))
+    cycle(later(200))
+
+    assert reload(job).state == Job.State.SUCCEEDED
+    assert not kw.adopted.suspended(kw.current(api, obj))  # finished on its own: untouched
+    assert len(api.requests("PATCH")) == patches
