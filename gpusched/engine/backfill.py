@@ -101,7 +101,10 @@ def find_reservation(ctx: CycleContext, job: PendingJob, flavors: list[str]) -> 
                     attempts -= 1
                     if attempts < 0:
                         break  # too fragmented to find a start cheaply: none this cycle
-                    p = place(ctx.cap, flavor, least, least, g, job.topology, free)
+                    p = place(
+                        ctx.cap, flavor, least, least, g, job.topology, free,
+                        clusters=job.clusters or None,
+                    )  # fmt: skip
                     if p is not None:
                         units = {i: w * g for i, w in p.workers.items()}
                         spare = {i: free[i] - units[i] for i in units}

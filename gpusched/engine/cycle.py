@@ -130,7 +130,7 @@ class _Cycle:
                     continue
                 room = min(room, reservation.quota_room)
             want = max(least, min(job.workers, room // gpus))
-            shape = (flavor, gpus, job.topology, long_job)
+            shape = (flavor, gpus, job.topology, long_job, job.clusters)
             failed_at = placement_failed.get(shape)
             if failed_at is not None and least >= failed_at:
                 first = _first_reason(first, self._capacity_reason(job, flavor), flavor)
@@ -139,11 +139,16 @@ class _Cycle:
             if at_reservation and reservation is not None:
                 free = limited_free(free, reservation)
             first_fit = self.policy.first_fit
-            placement = place(ctx.cap, flavor, want, least, gpus, job.topology, free, first_fit)
+            only = job.clusters or None
+            placement = place(
+                ctx.cap, flavor, want, least, gpus, job.topology, free, first_fit, only
+            )
             if placement is None:
                 placement_failed[shape] = least
                 if at_reservation:
-                    anywhere = place(ctx.cap, flavor, want, least, gpus, job.topology, None, True)
+                    anywhere = place(
+                        ctx.cap, flavor, want, least, gpus, job.topology, None, True, only
+                    )
                     if anywhere is not None:
                         first = _first_reason(first, explain.BEHIND_RESERVATION, flavor)
                         continue
@@ -248,7 +253,7 @@ class _Cycle:
         for flavor in job.flavors:
             if ctx.quota.never_fits(job.queue, flavor, least * gpus, cls.can_borrow):
                 continue  # no victims could make room in its quota
-            shape = (job.queue, cls.priority, flavor, gpus, job.topology)
+            shape = (job.queue, cls.priority, flavor, gpus, job.topology, job.clusters)
             failed_at = memo.preemption_failed.get(shape)
             if failed_at is not None and least >= failed_at:
                 continue

@@ -25,14 +25,14 @@ that they change no decision):
 
 Valid for the whole cycle, and kept with reuse off too:
 
-- ``placement_failed``: ``(flavor, gpus per worker, topology, long job)`` -> the smallest gang
-  that found no placement (a larger one finds none either). Admissions only take GPUs, so a
-  failure stays one; a preemption frees GPUs of its flavor, and ``capacity_freed(flavor)``
-  forgets that flavor's entries.
-- ``preemption_failed``: ``(queue, priority, flavor, gpus per worker, topology)`` -> the smallest
-  gang whose search found no victim set; never forgotten within the cycle. It is part of the
-  search limits (docs/SCHEDULING.md section 4), not only a saving: a search it spares is not
-  counted among the cycle's ``MAX_FAILED_PREEMPTIONS`` fruitless ones.
+- ``placement_failed``: ``(flavor, gpus per worker, topology, long job, clusters)`` -> the
+  smallest gang that found no placement (a larger one finds none either). Admissions only take
+  GPUs, so a failure stays one; a preemption frees GPUs of its flavor, and
+  ``capacity_freed(flavor)`` forgets that flavor's entries.
+- ``preemption_failed``: ``(queue, priority, flavor, gpus per worker, topology, clusters)`` ->
+  the smallest gang whose search found no victim set; never forgotten within the cycle. It is
+  part of the search limits (docs/SCHEDULING.md section 4), not only a saving: a search it
+  spares is not counted among the cycle's ``MAX_FAILED_PREEMPTIONS`` fruitless ones.
 """
 
 from __future__ import annotations
@@ -47,8 +47,10 @@ V = TypeVar("V")
 Blocked = tuple[str, str]  # (explain reason, flavor)
 QuotaAsk = tuple[str, str, int, bool]  # (queue, flavor, units, can_borrow)
 CandidateAsk = tuple[str, str, str, int]  # (queue, service class, flavor, units)
-PlacementShape = tuple[str, int, Topology | None, bool]  # flavor, gpus, topology, long job
-PreemptionShape = tuple[str, int, str, int, Topology | None]  # queue, priority, flavor, gpus, topo
+# flavor, gpus, topology, long job, the clusters it is limited to (none: every cluster)
+PlacementShape = tuple[str, int, Topology | None, bool, tuple[str, ...]]
+# queue, priority, flavor, gpus, topology, the clusters it is limited to
+PreemptionShape = tuple[str, int, str, int, Topology | None, tuple[str, ...]]
 
 
 class _Unrecorded(dict[K, V]):

@@ -107,6 +107,8 @@ class PendingJob:
     min_workers: int | None = None  # set: elastic
     topology: Topology | None = None
     estimated_runtime: float | None = None
+    # set: only these clusters may run it (a workload applied to one cluster, docs/KUEUE.md)
+    clusters: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

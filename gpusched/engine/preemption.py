@@ -147,6 +147,7 @@ class _Search:
             self.job.topology,
             free,
             first_fit=self.ctx.policy.first_fit,
+            clusters=self.job.clusters or None,
         )
 
     def still_allowed(self, victims: list[Victim]) -> bool:

@@ -24,7 +24,7 @@ from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 
-from queues.clusters import manifests, pod_logs
+from queues.clusters import adopted, manifests, pod_logs
 from queues.clusters.base import (
     MAX_LOG_LINES,
     ClusterState,
@@ -42,6 +42,7 @@ from queues.clusters.base import (
     WorkloadStatus,
     workload_phase,
 )
+from queues.clusters.kubernetes_adopted import AdoptedWorkloadCalls
 
 logger = logging.getLogger(__name__)
 
@@ -133,13 +134,15 @@ class KubernetesConnection:
         return k8s.ApiClient(configuration)
 
 
-class KubernetesDriver:
-    """`ClusterDriver` for one Kubernetes cluster."""
+class KubernetesDriver(AdoptedWorkloadCalls):
+    """`ClusterDriver` for one Kubernetes cluster (and the calls about kubectl-applied
+    workloads, `AdoptedWorkloadCalls`)."""
 
     def __init__(self, connection: KubernetesConnection) -> None:
         self._connection = connection
         self._api_client = connection.build_api_client()
         self._core = k8s.CoreV1Api(self._api_client)
+        self._custom = k8s.CustomObjectsApi(self._api_client)  # adopted workloads, any group
         timeout = connection.request_timeout_seconds
         self._timeout = (timeout, timeout)
 
@@ -364,6 +367,25 @@ class KubernetesDriver:
                 f"pod {namespace}/{name} exists on node {planned!r}, not on {worker.node!r}"
             )
 
+    def _read_or_none(
+        self, action: str, call: Callable[[], Any], tolerate: tuple[int, ...] = (404,)
+    ) -> Manifest | None:
+        """A read whose object may be gone: None on 404 (or the other `tolerate` statuses)."""
+        try:
+            return self._read(action, call, tolerate=tolerate)
+        except _Tolerated:
+            return None
+
+    def _send(self, action: str, call: Callable[[], Any], tolerate: tuple[int, ...]) -> bool:
+        """A write; False when the API answered one of the `tolerate` statuses."""
+        try:
+            with api_errors(action, tolerate=tolerate):
+                call()
+                return True
+        except _Tolerated:
+            logger.debug("%s: tolerated", action)
+            return False
+
     def _create(self, action: str, call: Callable[[], Any]) -> bool:
         """Run a create call; False when the object already existed (HTTP 409)."""
         try:
@@ -500,7 +522,8 @@ def workloads_from_pods(pods: list[Manifest]) -> tuple[WorkloadStatus, ...]:
 
 
 def _workload_status(job_id: str, namespace: str, pods: list[Manifest]) -> WorkloadStatus:
-    workers = tuple(sorted((_worker_status(pod) for pod in pods), key=lambda w: w.index))
+    indexes = adopted.worker_indexes(pods)  # the controllers' pods of an adopted workload
+    workers = tuple(sorted((_worker_status(pod, indexes) for pod in pods), key=lambda w: w.index))
     phase = workload_phase(w.phase for w in workers)
     failed = [w for w in workers if w.phase is WorkerPhase.FAILED]
     notes = [f"worker {w.index}: {w.message}" for w in workers if w.message]
@@ -519,8 +542,9 @@ def _workload_status(job_id: str, namespace: str, pods: list[Manifest]) -> Workl
     )
 
 
-def _worker_status(pod: Manifest) -> WorkerStatus:
+def _worker_status(pod: Manifest, indexes: dict[str, int] | None = None) -> WorkerStatus:
     metadata = pod.get("metadata") or {}
+    index = (indexes or {}).get(str(metadata.get("name", "")))
     spec = pod.get("spec") or {}
     status = pod.get("status") or {}
     phase = _POD_PHASES.get(str(status.get("phase", "Pending")), WorkerPhase.UNKNOWN)
@@ -528,7 +552,7 @@ def _worker_status(pod: Manifest) -> WorkerStatus:
         manifests.PLANNED_NODE_ANNOTATION, ""
     )
     return WorkerStatus(
-        index=_worker_index(pod),
+        index=_worker_index(pod) if index is None else index,
         pod_name=str(metadata.get("name", "")),
         node=str(node),
         phase=phase,

@@ -2,7 +2,13 @@
 
 from queues.models.idempotency import SubmissionKey
 from queues.models.jobs import CycleRun, IllegalTransition, Job, JobEvent, JobFlavor
-from queues.models.live import JobRuntime, MetricCounter, SchedulerLease, SimulatedWorkload
+from queues.models.live import (
+    JobRuntime,
+    MetricCounter,
+    SchedulerLease,
+    SimulatedWorkload,
+    WorkloadReference,
+)
 from queues.models.organisation import Cohort, Membership, Queue, Quota, Team
 from queues.models.resources import Cluster, Flavor, Node, ServiceClass
 from queues.models.whatif import WhatIfRun
@@ -28,4 +34,5 @@ __all__ = [
     "SubmissionKey",
     "Team",
     "WhatIfRun",
+    "WorkloadReference",
 ]

@@ -313,6 +313,9 @@ class JobEvent(models.Model):
         SUCCEEDED = "succeeded", "Succeeded"
         FAILED = "failed", "Failed"
         CANCELLED = "cancelled", "Cancelled"
+        # the platform changed the kubectl-applied object the job was taken in from: took it
+        # in, unsuspended it on the planned nodes, suspended it, restored its pod templates
+        WORKLOAD = "workload", "Workload"
 
     # after these a run has ended: its workers stop (the usage ledger closes the run here)
     RUN_ENDS = frozenset(

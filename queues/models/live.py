@@ -148,3 +148,32 @@ class MetricCounter(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name}{{{self.labels}}} {self.value}"
+
+
+class WorkloadReference(models.Model):
+    """The kubectl-applied workload a job was taken in from (docs/KUEUE.md): a batch/v1 Job, a
+    JobSet or a PyTorchJob on ``cluster``. ``labels`` are the object's labels as applied (for
+    allocation by ``label:<key>``); ``templates`` what the platform changes in each pod template
+    when it admits the job, as applied, to put back when it suspends it."""
+
+    job = models.OneToOneField(
+        "queues.Job", on_delete=models.CASCADE, primary_key=True, related_name="workload_ref"
+    )
+    cluster = models.ForeignKey(
+        "queues.Cluster", on_delete=models.CASCADE, related_name="workload_refs"
+    )
+    kind = models.CharField(max_length=63)
+    api_version = models.CharField(max_length=253)
+    namespace = models.CharField(max_length=63)
+    name = models.CharField(max_length=253)
+    uid = models.CharField(max_length=63)
+    labels = models.JSONField(default=dict, blank=True)
+    templates = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["cluster", "uid"], name="workload_reference_unique_uid")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.api_version} {self.kind} {self.namespace}/{self.name}"

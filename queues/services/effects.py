@@ -29,7 +29,7 @@ from queues.clusters.base import (
 )
 from queues.clusters.factory import get_driver
 from queues.clusters.manifests import team_namespace
-from queues.models import Cluster, Job, JobRuntime, job_spec
+from queues.models import Cluster, Job, JobRuntime, WorkloadReference, job_spec
 from queues.services import counters
 from queues.services import events as job_events
 from queues.services.transitions import move
@@ -127,7 +127,7 @@ def _run_on_cluster(cluster: Cluster, effects: list[Effect], now: datetime | Non
         jobs = {
             j.pk: j
             for j in Job.objects.filter(pk__in=[e.job_id for e in effects]).select_related(
-                "queue__team", "service_class", "runtime__flavor"
+                "queue__team", "service_class", "runtime__flavor", "workload_ref"
             )
         }
         batched = getattr(driver, "launch_many", None) is not None
@@ -143,7 +143,7 @@ def _run_on_cluster(cluster: Cluster, effects: list[Effect], now: datetime | Non
                 break
             with job_context(effect.job_id):  # in the log lines of the driver's calls too
                 try:
-                    _run_one(driver, effect, jobs.get(effect.job_id))
+                    _run_one(driver, effect, jobs.get(effect.job_id), now)
                 except DriverError as error:
                     if not _failed(driver, cluster, effect, jobs.get(effect.job_id), error, now):
                         return
@@ -215,7 +215,23 @@ def _spec(job: Job | None) -> LaunchSpec | None:
     return launch_spec(job, runtime)
 
 
-def _run_one(driver: ClusterDriver, effect: Effect, job: Job | None) -> None:
+def _workload(job: Job | None) -> WorkloadReference | None:
+    """The kubectl-applied object the job was taken in from (docs/KUEUE.md), if any."""
+    try:
+        return None if job is None else job.workload_ref
+    except WorkloadReference.DoesNotExist:
+        return None
+
+
+def _run_one(
+    driver: ClusterDriver, effect: Effect, job: Job | None, now: datetime | None = None
+) -> None:
+    workload = _workload(job)
+    if workload is not None and job is not None:  # its controller makes and removes the pods
+        from queues.services import intake  # intake submits jobs, which build effects
+
+        intake.carry_out(driver, effect.action, job, workload, now or timezone.now())
+        return
     if effect.action == "stop":
         driver.stop(str(effect.job_id), effect.namespace, effect.grace)
         return
@@ -260,7 +276,7 @@ def _remove_workers(driver: ClusterDriver, cluster: Cluster, job: Job) -> None:
     """Delete the workers a refused launch did create: none may run without the others. A
     failure here is left to the next sync (they belong to no running job then: orphans)."""
     try:
-        driver.stop(str(job.pk), team_namespace(job.queue.team.name), 0)
+        _run_one(driver, stop(job, 0, cluster.pk), job)
     except ClusterUnavailable as error:
         mark_degraded(cluster, f"stop of job {job.pk}: {error}")
     except DriverError as error:

@@ -224,3 +224,27 @@ def gang_shrunk(*, cause: str, workers: int, requested: int, minimum: int, until
     text = messages.gang_shrunk(cause, workers, requested, minimum, until)
     data = {"workers": workers, "reason": "lost-workers", "grow_after": until.isoformat()}
     return Said(Kind.SCALED, text, data)
+
+
+# --- kubectl-applied workloads taken in (intake.py) ---------------------------------------------
+@_builds(Kind.WORKLOAD)
+def workload_taken_in(*, workload: str, queue_label: str, owner: str, owner_from: str) -> Said:
+    """A kubectl-applied Job, JobSet or PyTorchJob became this job."""
+    text = messages.workload_taken_in(workload, queue_label, owner, owner_from)
+    return Said(Kind.WORKLOAD, text, {"action": "taken-in", "workload": workload})
+
+
+@_builds(Kind.WORKLOAD)
+def workload_unsuspended(*, workload: str, nodes: Sequence[str]) -> Said:
+    text = messages.workload_unsuspended(workload, nodes)
+    return Said(Kind.WORKLOAD, text, {"action": "unsuspended", "nodes": list(nodes)})
+
+
+@_builds(Kind.WORKLOAD)
+def workload_suspended(*, workload: str) -> Said:
+    return Said(Kind.WORKLOAD, messages.workload_suspended(workload), {"action": "suspended"})
+
+
+@_builds(Kind.WORKLOAD)
+def workload_restored(*, workload: str) -> Said:
+    return Said(Kind.WORKLOAD, messages.workload_restored(workload), {"action": "restored"})

@@ -160,10 +160,11 @@ def submit_job(
     return job
 
 
-def cancel_job(job: Job, by_user: Any, *, now: datetime | None = None) -> Job:
+def cancel_job(job: Job, by_user: Any, *, now: datetime | None = None, by: str = "") -> Job:
     """Cancel ``job``: a pending job at once; a job holding GPUs stops gracefully, its GPUs
     counted until the class grace period ends. Raises PermissionDenied, or IllegalTransition
-    for a job that has already ended."""
+    for a job that has already ended. ``by``: who or what cancelled it, in the timeline's
+    words (default: ``by_user``)."""
     if not access.can_cancel_job(by_user, job):
         raise PermissionDenied("You may not cancel this job.")
     moment = now or timezone.now()
@@ -172,13 +173,13 @@ def cancel_job(job: Job, by_user: Any, *, now: datetime | None = None) -> Job:
         if job.is_finished:
             raise IllegalTransition(f"Job {job} has already ended ({job.state}).")
         with transaction.atomic():
-            if _cancel(job, by_user, moment):
+            if _cancel(job, by or str(by_user), moment):
                 queue_cycle()
                 return job
     raise IllegalTransition(f"Job {job} changed while being cancelled; try again.")
 
 
-def _cancel(job: Job, by_user: Any, now: datetime) -> bool:
+def _cancel(job: Job, by: str, now: datetime) -> bool:
     state, cluster_id, placement = job.state, job.cluster_id, dict(job.placement)
     grace = job.service_class.grace_period
     try:
@@ -189,7 +190,7 @@ def _cancel(job: Job, by_user: Any, now: datetime) -> bool:
     if state == Job.State.PENDING:
         if not move(job, Job.State.CANCELLED, now):
             return False
-        said = job_events.cancelled(by=str(by_user), state=state)
+        said = job_events.cancelled(by=by, state=state)
     elif state in (Job.State.ADMITTED, Job.State.RUNNING):
         if not move(job, Job.State.CANCELLED, now):
             return False
@@ -197,12 +198,12 @@ def _cancel(job: Job, by_user: Any, now: datetime) -> bool:
         set_runtime(job.pk, stop_reason="cancelled", release_at=release, stop_by=None)
         effect = fx.stop(job, grace, cluster_id)
         transaction.on_commit(lambda: fx.run_effects([effect]))
-        said = job_events.cancelled(by=str(by_user), state=state, grace=grace, release=release)
+        said = job_events.cancelled(by=by, state=state, grace=grace, release=release)
     else:  # preempted, already stopping: keep its GPUs counted until its release time
         if not move(job, Job.State.PENDING, now):
             return False
         move(job, Job.State.CANCELLED, now, cluster_id=cluster_id, placement=placement)
         set_runtime(job.pk, stop_reason="cancelled", stop_by=None)
-        said = job_events.cancelled(by=str(by_user), state=state)
+        said = job_events.cancelled(by=by, state=state)
     said.row(job, now).save()
     return True

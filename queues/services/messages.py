@@ -219,3 +219,33 @@ def pending(info: PendingInfo, label: Callable[[str], str]) -> tuple[str, dateti
         estimate = when(info.estimated_start)
         message += f" Estimated start: {clock(estimate)}."
     return message, estimate
+
+
+# --- kubectl-applied workloads taken in (queues/services/intake.py, docs/KUEUE.md) -------------
+def workload_taken_in(workload: str, queue_label: str, owner: str, owner_from: str) -> str:
+    return (
+        f"Taken in from {workload}, applied suspended with {queue_label}; owner {owner} "
+        f"({owner_from})."
+    )
+
+
+def workload_unsuspended(workload: str, nodes: Sequence[str]) -> str:
+    return (
+        f"Unsuspended {workload} on {', '.join(nodes)}: its pod templates require those nodes "
+        "(node affinity on kubernetes.io/hostname) and carry the platform's labels."
+    )
+
+
+def workload_suspended(workload: str) -> str:
+    return f"Suspended {workload}: its controller deletes its pods."
+
+
+def workload_restored(workload: str) -> str:
+    return (
+        f"Restored the pod templates of {workload} as applied (the node affinity and labels the "
+        "platform had injected are removed)."
+    )
+
+
+def workload_deleted(workload: str) -> str:
+    return f"the deletion of {workload} from the cluster"

@@ -33,7 +33,7 @@ from queues.clusters.factory import get_driver
 from queues.models import Cluster, Flavor, Job, JobEvent, JobRuntime, Node
 from queues.services import effects as fx
 from queues.services import events as job_events
-from queues.services import gang, messages
+from queues.services import gang, intake, messages
 from queues.services.report import CycleReport
 from queues.services.snapshot import HOLDING_STATES
 from queues.services.transitions import move, set_runtime
@@ -55,6 +55,7 @@ def sync_clusters(now: datetime, report: CycleReport) -> list[fx.Effect]:
             continue
         try:
             state = driver.sync()
+            listing = intake.list_workloads(driver)  # kubectl-applied Jobs (docs/KUEUE.md)
         except DriverError as error:
             fx.mark_degraded(cluster, str(error))
             report.degraded.append(cluster.name)
@@ -66,9 +67,11 @@ def sync_clusters(now: datetime, report: CycleReport) -> list[fx.Effect]:
             if not getattr(driver, "nodes_in_database", False):
                 update_nodes(cluster, state.nodes)
             effects += observe_workloads(cluster, state, now, report)
+            notes = [] if listing is None else intake.take_in(cluster, listing, now, report)
             Cluster.objects.filter(pk=cluster.pk).update(
                 status=Cluster.Status.OK, status_message="", last_sync_at=now
             )
+        intake.tell(cluster, notes, now)
     return effects
 
 

@@ -66,6 +66,7 @@ JOB_COLUMNS = (
     "runtime__requeue_after",
     "runtime__pending_position",
     "runtime__pending_within_nominal",
+    "workload_ref__cluster_id",
 )
 
 
@@ -104,6 +105,7 @@ class JobRow(NamedTuple):
     requeue_after: datetime | None  # runtime: a requeued gang's backoff (queues/services/gang.py)
     pending_position: int | None  # runtime: its rank in its queue at the last cycle
     pending_within_nominal: bool | None  # runtime: ranked within nominal at the last cycle
+    applied_to: int | None  # taken in from a kubectl-applied workload on this cluster
 
     @property
     def label(self) -> str:
@@ -194,7 +196,8 @@ def build_snapshot(now: datetime) -> LiveSnapshot:
         if row.state == Job.State.PENDING:
             if row.pending_reason == BACKOFF_REASON and row.requeue_after_is_ahead(now):
                 continue  # backing off after a gang requeue: not a candidate yet
-            pending.append(_pending(row, queue, cls, ranked[row.pk], scale))
+            only = () if row.applied_to is None else (cluster_names[row.applied_to],)
+            pending.append(_pending(row, queue, cls, ranked[row.pk], scale, only))
         elif row.cluster_id is not None:
             cluster = cluster_names[row.cluster_id]
             admitted.append(
@@ -277,7 +280,7 @@ def _node(node: Node, cluster: Cluster) -> engine.Node:
 
 
 def _pending(
-    row: JobRow, queue: str, cls: str, flavors: list[str], scale: float
+    row: JobRow, queue: str, cls: str, flavors: list[str], scale: float, clusters: tuple[str, ...]
 ) -> engine.PendingJob:
     return engine.PendingJob(
         name=str(row.pk),
@@ -290,6 +293,7 @@ def _pending(
         min_workers=row.elastic_min,
         topology=row.topology,
         estimated_runtime=clock.wall_seconds(row.estimated_runtime, scale),
+        clusters=clusters,
     )
 
 

@@ -21,9 +21,15 @@ import kubernetes_validate  # type: ignore[import-untyped]
 import pytest
 import yaml
 
+from queues.clusters.adopted import KINDS
+
 REPO = Path(__file__).resolve().parents[2]
 KUSTOMIZE = REPO / "deploy" / "kubernetes"
-DRIVER = REPO / "queues" / "clusters" / "kubernetes.py"
+# the Kubernetes driver, and its calls about kubectl-applied workloads (a mixin of it)
+DRIVER = (
+    REPO / "queues" / "clusters" / "kubernetes.py",
+    REPO / "queues" / "clusters" / "kubernetes_adopted.py",
+)
 VERSIONS = ("1.29.0", kubernetes_validate.latest_version())
 VARIANTS = ("demo", "production", "production+ingress")
 APP = ("web", "worker", "beat")
@@ -93,43 +99,47 @@ LOG_READING = ("worker_logs", "_worker_log", "_job_pods")
 """The driver's methods behind a job's workers and logs: all the web pods call."""
 
 
-def driver_calls(methods: tuple[str, ...] = ()) -> set[tuple[str, str]]:
-    """(resource, verb) of every Kubernetes API call in the driver's code (``self._core.x``), or
-    of the calls in `methods` only; a subresource call (``read_namespaced_pod_log``) is
-    ``pods/log``."""
-    verbs = {"list": "list", "read": "get", "create": "create", "delete": "delete",
+def driver_calls(methods: tuple[str, ...] = ()) -> set[tuple[str, str, str]]:
+    """(API group, resource, verb) of every Kubernetes API call in the driver's code, or of the
+    calls in `methods` only: the core API's by their method names (``self._core.x``; a
+    subresource call such as ``read_namespaced_pod_log`` is ``pods/log``), and the custom-object
+    calls (``self._custom.x``, ``..._status`` for the status subresource) for each kind it takes
+    in from kubectl users (``adopted.KINDS``: batch Jobs, JobSets, PyTorchJobs)."""
+    verbs = {"list": "list", "read": "get", "get": "get", "create": "create", "delete": "delete",
              "patch": "patch", "replace": "update", "watch": "watch"}  # fmt: skip
-    tree = ast.parse(DRIVER.read_text())
+    trees = [ast.parse(path.read_text()) for path in DRIVER]
     if methods:
         scopes: list[ast.AST] = [
             node
+            for tree in trees
             for node in ast.walk(tree)
             if isinstance(node, ast.FunctionDef) and node.name in methods
         ]
         assert {scope.name for scope in scopes} == set(methods)  # type: ignore[attr-defined]
     else:
-        scopes = [tree]
+        scopes = list(trees)
     calls = set()
     for node in (node for scope in scopes for node in ast.walk(scope)):
-        if (
-            isinstance(node, ast.Attribute)
-            and isinstance(node.value, ast.Attribute)
-            and node.value.attr == "_core"
-        ):
-            verb, _, rest = node.attr.partition("_")
+        if not (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute)):
+            continue
+        verb, _, rest = node.attr.partition("_")
+        if node.value.attr == "_core":
             resource = rest.removeprefix("namespaced_").removesuffix("_for_all_namespaces")
             kind, _, subresource = resource.partition("_")
-            calls.add((f"{kind}s/{subresource}" if subresource else f"{kind}s", verbs[verb]))
+            calls.add(("", f"{kind}s/{subresource}" if subresource else f"{kind}s", verbs[verb]))
+        elif node.value.attr == "_custom":
+            sub = "/status" if rest.endswith("_status") else ""
+            calls.update((kind.group, kind.plural + sub, verbs[verb]) for kind in KINDS)
     return calls
 
 
-def granted(role: Obj) -> set[tuple[str, str]]:
+def granted(role: Obj) -> set[tuple[str, str, str]]:
     return {
-        (resource, verb)
+        (group, resource, verb)
         for rule in role["rules"]
+        for group in rule["apiGroups"]
         for resource in rule["resources"]
         for verb in rule["verbs"]
-        if rule["apiGroups"] == [""]
     }
 
 
@@ -166,11 +176,10 @@ def test_no_role_grants_a_wildcard(variant: str) -> None:
 
 def test_the_cluster_role_grants_exactly_the_calls_of_the_driver() -> None:
     calls = driver_calls()
-    assert ("pods", "create") in calls and ("nodes", "list") in calls  # the parse works
-    assert ("pods/log", "get") in calls
+    assert ("", "pods", "create") in calls and ("", "nodes", "list") in calls  # the parse works
+    assert ("", "pods/log", "get") in calls and ("batch", "jobs/status", "patch") in calls
     role = of_kind(rendered("production"), "ClusterRole")["gpuplatform-scheduler"]
     assert granted(role) == calls
-    assert all(rule["apiGroups"] == [""] for rule in role["rules"])  # the core API group only
     binding = of_kind(rendered("production"), "ClusterRoleBinding")["gpuplatform-scheduler"]
     assert binding["subjects"] == [
         {"kind": "ServiceAccount", "name": "gpuplatform", "namespace": "gpuplatform"}
@@ -181,7 +190,7 @@ def test_the_web_may_only_list_pods_and_read_their_logs() -> None:
     """The web pods read a job's workers and logs (the job page, the API) with an account of
     their own that grants exactly the calls of the driver's log reading: nothing that writes."""
     calls = driver_calls(LOG_READING)
-    assert calls == {("pods", "list"), ("pods/log", "get")}
+    assert calls == {("", "pods", "list"), ("", "pods/log", "get")}
     role = of_kind(rendered("production"), "ClusterRole")["gpuplatform-log-reader"]
     assert granted(role) == calls
     binding = of_kind(rendered("production"), "ClusterRoleBinding")["gpuplatform-log-reader"]

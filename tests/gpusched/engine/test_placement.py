@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from gpusched.engine.cycle import run_cycle
 from gpusched.engine.model import Cluster, Flavor, Node, Topology
 from tests.gpusched.engine_builders import nodes, pending, queue, running, snapshot
@@ -164,3 +166,24 @@ def test_a_job_waiting_for_gpus_is_told_how_many_are_free_and_where() -> None:
         .pending["w"]
         .message
     )
+
+
+def test_a_job_limited_to_one_cluster_goes_there_or_waits() -> None:
+    """A job taken in from a workload applied to one cluster (docs/KUEUE.md) runs only there,
+    even when another cluster fits better or has room while its own is full."""
+    flavors = (Flavor("h100", price_per_hour=4.0),)
+    cheap = Cluster("cheap", (Node("c0", {"h100": 8}),), prices={"h100": 1.0})
+    mine = Cluster("mine", (Node("m0", {"h100": 8}),))
+    job = replace(pending("j", "q", gpus=4), clusters=("mine",))
+    result = run_cycle(
+        snapshot([], [queue("q", 32)], (), [job], flavors=flavors, clusters=[cheap, mine])
+    )
+    assert (result.admits[0].cluster, result.admits[0].placement) == ("mine", {"m0": 4})
+
+    full = [running("old", "q", {"m0": 8}, gpus=8, cluster="mine")]
+    other = pending("k", "q", gpus=4, submitted_at=1.0)  # not limited: takes the free cluster
+    result = run_cycle(
+        snapshot([], [queue("q", 32)], full, [job, other], flavors=flavors, clusters=[cheap, mine])
+    )
+    assert [(a.job, a.cluster) for a in result.admits] == [("k", "cheap")]
+    assert result.pending["j"].reason == "capacity"

@@ -13,7 +13,8 @@ kmock facts these tests rely on (read from its source, kmock 0.8):
   ``/api/v1/namespaces/<name>`` reads as "namespace <name>, no resource".
   `_parse_namespace_paths` fixes that one case by wrapping kmock's path parser;
 - listing a resource it has never seen is a 404, so the fixture declares nodes, pods,
-  services and namespaces up front;
+  services, namespaces, events, and the Jobs, JobSets and PyTorchJobs kubectl users apply,
+  up front;
 - delete removes an object at once (no grace period runs, no deletionTimestamp) unless it has
   finalizers;
 - a reaction added with ``kmock[criteria] << payload`` answers before the built-in handlers,
@@ -61,6 +62,12 @@ NODES = kmock.resource("", "v1", "nodes")
 PODS = kmock.resource("", "v1", "pods")
 SERVICES = kmock.resource("", "v1", "services")
 NAMESPACES = kmock.resource("", "v1", "namespaces")
+EVENTS = kmock.resource("", "v1", "events")
+# the workload kinds the platform takes in from kubectl users (queues/clusters/adopted.py)
+JOBS = kmock.resource("batch", "v1", "jobs")
+JOBSETS = kmock.resource("jobset.x-k8s.io", "v1alpha2", "jobsets")
+PYTORCHJOBS = kmock.resource("kubeflow.org", "v1", "pytorchjobs")
+DECLARED = (NODES, PODS, SERVICES, NAMESPACES, EVENTS, JOBS, JOBSETS, PYTORCHJOBS)
 
 
 def _parse_namespace_paths(path: str) -> kmock_parsing.ParsedPath:
@@ -225,7 +232,7 @@ class EmulatedCluster:
         async with FaultyEmulator() as emulator, kmock.Server(emulator) as server:
             self.emulator = emulator
             self.url = str(server.url).rstrip("/")
-            for resource in (NODES, PODS, SERVICES, NAMESPACES):
+            for resource in DECLARED:
                 emulator.resources[resource] = kmock.ResourceInfo()
             self._started.set()
             await self._stop.wait()
@@ -290,6 +297,30 @@ class EmulatedCluster:
             ]
 
         return self.call(collect)
+
+    def put(self, resource: kmock.resource, obj: dict[str, Any]) -> None:
+        """Store `obj` as if a user (kubectl apply) or a controller had created it."""
+        metadata = obj["metadata"]
+
+        def store() -> None:
+            self.emulator.objects[resource, metadata.get("namespace"), metadata["name"]] = obj
+
+        self.call(store)
+
+    def get(self, resource: kmock.resource, namespace: str, name: str) -> dict[str, Any] | None:
+        """The live object, or None when there is none."""
+
+        def look() -> dict[str, Any] | None:
+            key = (resource, namespace, name)
+            if key not in self.emulator.objects or self.emulator.objects[key].deleted:
+                return None
+            return dict(self.emulator.objects[key].raw)
+
+        return self.call(look)
+
+    def remove(self, resource: kmock.resource, namespace: str, name: str) -> None:
+        """A user (kubectl delete) or a controller deletes the object; it is gone at once."""
+        self.call(lambda: self.emulator.objects[resource, namespace, name].delete())
 
     def stored_pods(self, namespace: str | None = None) -> dict[str, dict[str, Any]]:
         return {pod["metadata"]["name"]: pod for pod in self.stored(PODS, namespace)}

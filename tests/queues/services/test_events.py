@@ -40,6 +40,7 @@ def test_the_stored_kinds_are_unchanged() -> None:
         "succeeded",
         "failed",
         "cancelled",
+        "workload",  # a kubectl-applied object taken in, unsuspended, suspended, restored
     ]
 
 
