@@ -29,9 +29,26 @@ JOB_FIELDS = (
     "estimated_runtime",
     "checkpoint_interval",
     "duration_hint",
+    "args",
+    "env",
+    "volumes",
+    "shm_size",
+    "cpu",
+    "memory",
+    "cpu_limit",
+    "memory_limit",
+    "image_pull_secret",
+    "working_dir",
+    "tolerations",
+    "labels",
+    "annotations",
+    "host_network",
+    "pod_template",
 )
-"""The keys of a job file: the REST submission body's (POST /api/v1/jobs/). A key outside them
-is refused here, so a typo (``gpus_per_workers``) is not silently dropped by the server."""
+"""The keys of a job file: the REST submission body's (POST /api/v1/jobs/), and ``array``
+(a job array of that many jobs, as ``--array``). A key outside them is refused here, so a typo
+(``gpus_per_workers``) is not silently dropped by the server."""
+ARRAY = "array"
 
 PAGE_SIZE = 100
 
@@ -49,7 +66,7 @@ def read_job_file(path: str) -> dict[str, Any]:
         raise CliError(Exit.USAGE, f"{name} is not valid YAML: {error}") from None
     if not isinstance(body, dict):
         raise CliError(Exit.USAGE, f"{name} should be a mapping of the job's fields (queue: ...).")
-    unknown = [str(key) for key in body if key not in JOB_FIELDS]
+    unknown = [str(key) for key in body if key not in (*JOB_FIELDS, ARRAY)]
     if unknown:
         hints = []
         for key in unknown:
@@ -77,8 +94,12 @@ def resolve_queue(client: Client, value: Any) -> Any:
     )
 
 
-def submit(client: Client, path: str, estimate: bool = False) -> str:
+def submit(client: Client, path: str, estimate: bool = False, array: int | None = None) -> str:
     body = read_job_file(path)
+    if array is not None:
+        body[ARRAY] = array
+    if estimate and ARRAY in body:
+        raise CliError(Exit.USAGE, "--estimate says what one job would do: leave out the array.")
     if "queue" in body:
         body["queue"] = resolve_queue(client, body["queue"])
     if estimate:
@@ -92,6 +113,12 @@ def submit(client: Client, path: str, estimate: bool = False) -> str:
             )
         return "\n".join(lines)
     job = client.post("jobs/", body).data
+    if ARRAY in body:
+        ids = job["ids"]
+        return (
+            f"Submitted job array {job['array_id']}: {job['count']} jobs, ids {ids[0]} to "
+            f"{ids[-1]}.\nFollow them with: gpuplatform list"
+        )
     return (
         f"Submitted job {job['id']} {job['name']} to {job['queue_name']}: {job['state']}.\n"
         f"Follow it with: gpuplatform status {job['id']}"

@@ -47,6 +47,12 @@ def parser() -> argparse.ArgumentParser:
     submit.add_argument(
         "--estimate", action="store_true", help="only say what would happen now; submit nothing"
     )
+    submit.add_argument(
+        "--array",
+        type=_positive,
+        metavar="N",
+        help="a job array: N jobs of this file, all or none (Slurm's --array=0-(N-1))",
+    )
     listing = sub.add_parser("list", help="your jobs, newest first")
     listing.add_argument("--state", action="append", choices=STATES, default=[])
     listing.add_argument("--all", action="store_true", help="your teams' jobs, not only yours")
@@ -68,7 +74,7 @@ def parser() -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace, client: Client) -> str:
     if args.command == "submit":
-        return commands.submit(client, args.file, estimate=args.estimate)
+        return commands.submit(client, args.file, estimate=args.estimate, array=args.array)
     if args.command == "list":
         return commands.list_jobs(client, args.state, everyone=args.all, limit=args.limit)
     if args.command == "status":

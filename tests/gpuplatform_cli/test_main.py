@@ -1,7 +1,6 @@
 """The CLI against a live server (pytest-django's live_server, a real API token): submit from a
-YAML file, list, status, why, cancel and quota, and what it says for each HTTP error. The live
-test of ``logs`` comes after the merge of the logs endpoint (GET /api/v1/jobs/{id}/logs/, built
-apart): test_output.py checks its printing on a canned answer of that contract."""
+YAML file (one job or an array), list, status, why, logs, cancel and quota, and what it says for
+each HTTP error."""
 
 from __future__ import annotations
 
@@ -253,3 +252,35 @@ def test_the_job_file_fields_are_the_rest_bodys() -> None:
     from queues.api.job_serializers import JobSubmitSerializer
 
     assert set(JOB_FIELDS) == set(JobSubmitSerializer().fields)
+
+
+@pytest.mark.usefixtures("queue_a", "sim_cluster", "flavor_h100", "service_class_std")
+def test_submit_an_array_creates_its_jobs_all_at_once(cli: Run, tmp_path: Path) -> None:
+    code, out, err = cli("submit", "--array", "3", job_file(tmp_path, name="sweep", gpus=1))
+
+    assert (code, err) == (0, "")
+    jobs = list(Job.objects.filter(name="sweep").order_by("array_index"))
+    assert [(job.array_id, job.array_index) for job in jobs] == [
+        (jobs[0].pk, 0), (jobs[0].pk, 1), (jobs[0].pk, 2)
+    ]  # fmt: skip
+    assert out.startswith(
+        f"Submitted job array {jobs[0].pk}: 3 jobs, ids {jobs[0].pk} to {jobs[2].pk}."
+    )
+
+
+def test_logs_of_a_running_job_show_each_worker_and_its_last_lines(
+    cli: Run, busy_queue: Job
+) -> None:
+    code, out, err = cli("logs", str(busy_queue.pk), "--tail", "3")
+
+    assert (code, err) == (0, "")
+    assert out.startswith(f"Job {busy_queue.pk} on cluster ")
+    headers = [line for line in out.splitlines() if line.startswith("== worker")]
+    assert [h.split()[2] for h in headers] == ["0", "1"]
+    assert all("running" in header for header in headers)
+    body = out.split(headers[0])[1].split(headers[1])[0].strip().splitlines()
+    assert 1 <= len(body) <= 3  # the last 3 lines of worker 0's log
+
+    code, out, _ = cli("logs", str(busy_queue.pk), "--worker", "1", "--tail", "2")
+    assert code == 0
+    assert [line.split()[2] for line in out.splitlines() if line.startswith("== worker")] == ["1"]
