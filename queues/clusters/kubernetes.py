@@ -7,16 +7,20 @@ request surfaces at once as `ClusterUnavailable` and the next cycle retries.
 Reads use raw JSON (``_preload_content=False``): the driver only needs a few fields and this
 keeps it independent of the client's model classes. Writes send the dict manifests built by
 `queues.clusters.manifests`, unchanged.
+
+`sync` reads nodes and pods (every pod: those of other workloads hold GPUs too) from caches
+that follow them with LIST + WATCH (`queues.clusters.watch`): a driver kept across cycles
+(`queues.clusters.pool.DriverPool`) asks the API server only for what changed since the last one.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Iterator
+import time
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from decimal import Decimal, InvalidOperation
 from typing import Any
 
 import urllib3
@@ -40,6 +44,8 @@ from queues.clusters.base import (
     WorkloadStatus,
     workload_phase,
 )
+from queues.clusters.k8s_objects import other_usage_by_node, parse_count
+from queues.clusters.watch import ResourceCache, WatchSettings
 
 logger = logging.getLogger(__name__)
 
@@ -77,6 +83,7 @@ class KubernetesConnection:
     request_timeout_seconds: float = 10.0
     cluster_domain: str = "cluster.local"
     in_cluster: bool = False
+    watch_idle_seconds: float = 0.25  # a watch silent this long has sent all it had
 
     def __post_init__(self) -> None:
         if self.in_cluster:
@@ -96,6 +103,8 @@ class KubernetesConnection:
                 raise InvalidSpec("token: required with api_server")
         if self.request_timeout_seconds <= 0:
             raise InvalidSpec("request_timeout_seconds: must be positive")
+        if self.watch_idle_seconds <= 0:
+            raise InvalidSpec("watch_idle_seconds: must be positive")
 
     def build_api_client(self) -> k8s.ApiClient:
         configuration = k8s.Configuration()
@@ -132,14 +141,27 @@ class KubernetesConnection:
 
 
 class KubernetesDriver:
-    """`ClusterDriver` for one Kubernetes cluster."""
+    """`ClusterDriver` for one Kubernetes cluster.
 
-    def __init__(self, connection: KubernetesConnection) -> None:
+    It keeps what it has read (`keeps_state`): kept across cycles, each `sync` reads only the
+    changes. `clock` (monotonic seconds) times the watches' backoff."""
+
+    keeps_state = True
+
+    def __init__(
+        self, connection: KubernetesConnection, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self._connection = connection
         self._api_client = connection.build_api_client()
         self._core = k8s.CoreV1Api(self._api_client)
         timeout = connection.request_timeout_seconds
         self._timeout = (timeout, timeout)
+        watch = WatchSettings(
+            request_timeout_seconds=timeout, idle_seconds=connection.watch_idle_seconds
+        )
+        # The kinds `sync` follows; another kind is one more line (see queues/clusters/watch.py).
+        self._nodes = ResourceCache("nodes", self._core.list_node, watch, clock)
+        self._pods = ResourceCache("pods", self._core.list_pod_for_all_namespaces, watch, clock)
 
     def __repr__(self) -> str:
         return f"KubernetesDriver({self._connection!r})"
@@ -147,17 +169,14 @@ class KubernetesDriver:
     # -- reading -------------------------------------------------------------------------
 
     def sync(self) -> ClusterState:
-        node_list = self._read("list nodes", lambda: self._core.list_node(**self._raw()))
-        pod_list = self._read(
-            "list pods",
-            lambda: self._core.list_pod_for_all_namespaces(
-                label_selector=MANAGED_SELECTOR, **self._raw()
-            ),
-        )
-        nodes = tuple(
-            sorted((parse_node(item) for item in node_list.get("items", [])), key=_node_name)
-        )
-        return ClusterState(nodes=nodes, workloads=workloads_from_pods(pod_list.get("items", [])))
+        for cache in self.caches:
+            cache.refresh()
+        return cluster_state(self._nodes.items(), self._pods.items())
+
+    @property
+    def caches(self) -> tuple[ResourceCache, ...]:
+        """The kinds this driver follows, each with what it has cost (`ResourceCache.stats`)."""
+        return (self._nodes, self._pods)
 
     # -- writing -------------------------------------------------------------------------
 
@@ -409,19 +428,18 @@ def _status_message(body: Any) -> str:
 # -- parsing what the cluster reports (pure) ------------------------------------------------
 
 
-def parse_count(quantity: Any) -> int:
-    """An allocatable quantity as a whole count ("8", 8, "7.5" -> 7); 0 when unreadable."""
-    try:
-        value = Decimal(str(quantity))
-    except InvalidOperation:
-        return 0
-    if not value.is_finite() or value < 0:
-        return 0
-    return int(value)
+def cluster_state(nodes: Iterable[Manifest], pods: Iterable[Manifest]) -> ClusterState:
+    """Nodes (with what other workloads hold on each) and the platform's workloads, from every
+    node and every pod of the cluster."""
+    pod_list = list(pods)
+    other = other_usage_by_node(pod_list)
+    infos = sorted((parse_node(item, other) for item in nodes), key=_node_name)
+    return ClusterState(nodes=tuple(infos), workloads=workloads_from_pods(pod_list))
 
 
-def parse_node(node: Manifest) -> NodeInfo:
-    """A node's name, extended-resource capacity, labels, readiness and cordon."""
+def parse_node(node: Manifest, other_usage: dict[str, dict[str, int]] | None = None) -> NodeInfo:
+    """A node's name, extended-resource capacity, labels, readiness and cordon; `other_usage`
+    (per node name) gives what pods the platform did not create hold on it."""
     metadata = node.get("metadata") or {}
     status = node.get("status") or {}
     spec = node.get("spec") or {}
@@ -432,9 +450,11 @@ def parse_node(node: Manifest) -> NodeInfo:
     }
     conditions = status.get("conditions") or []
     ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+    name = str(metadata.get("name", ""))
     return NodeInfo(
-        name=str(metadata.get("name", "")),
+        name=name,
         allocatable=allocatable,
+        other_usage=dict((other_usage or {}).get(name, {})),
         labels=dict(metadata.get("labels") or {}),
         ready=ready,
         unschedulable=bool(spec.get("unschedulable", False)),
