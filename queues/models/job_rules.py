@@ -41,7 +41,7 @@ from django.core.exceptions import ValidationError
 from gpusched.engine import model as engine
 from gpusched.engine.quota import QuotaState
 from queues.models.organisation import Queue, Quota
-from queues.models.resources import Flavor, Node, ServiceClass, usable_capacity
+from queues.models.resources import Flavor, Node, ServiceClass
 from queues.models.validators import dns_label
 
 if TYPE_CHECKING:
@@ -386,14 +386,14 @@ def _fits(found: _Found, s: Submission) -> None:
 
 
 def _capacity(flavors: Sequence[Flavor]) -> tuple[dict[str, int], dict[str, int]]:
-    """Per flavor name: the most units on one node, and the most in one cluster, less what
-    other workloads hold there."""
+    """Per flavor name: the most units on one node, and the most in one cluster."""
     names = {f.name for f in flavors}
     node: dict[str, int] = defaultdict(int)
     totals: dict[tuple[str, int], int] = defaultdict(int)
-    rows = Node.objects.values_list("cluster_id", "capacity", "other_usage")
-    for cluster_id, capacity, other in rows:
-        for name, units in usable_capacity(capacity, other).items():
+    for cluster_id, capacity in Node.objects.values_list("cluster_id", "capacity"):
+        if not isinstance(capacity, dict):
+            continue
+        for name, units in capacity.items():
             if name in names and isinstance(units, int) and units > 0:
                 node[name] = max(node[name], units)
                 totals[(name, cluster_id)] += units

@@ -148,8 +148,10 @@ class WatchingEmulator(kmock.KubernetesEmulator):
             remaining = deadline - loop.time()
             if remaining <= 0:
                 break
+            if _client_gone(request):
+                return  # aiohttp does not cancel a handler whose client left
             try:
-                await asyncio.wait_for(changed.wait(), remaining)
+                await asyncio.wait_for(changed.wait(), min(remaining, 0.05))
             except TimeoutError:
                 pass
         if params.get("allowWatchBookmarks") == "true":
@@ -187,6 +189,12 @@ def _expired(since: int, oldest: int) -> dict[str, Any]:
         "reason": "Expired",
         "code": 410,
     }
+
+
+def _client_gone(request: kmock.Request) -> bool:
+    raw = request._raw_request
+    transport = raw.transport if raw is not None else None
+    return transport is None or transport.is_closing()
 
 
 async def _break_connection(request: kmock.Request) -> None:
