@@ -90,11 +90,21 @@ def pod_specs(objects: tuple[Obj, ...]) -> dict[str, Obj]:
 
 
 def driver_calls() -> set[tuple[str, str]]:
-    """(resource, verb) of every Kubernetes API call in the driver's code (``self._core.x``)."""
+    """(resource, verb) of every Kubernetes API call in the driver's code (``self._core.x``);
+    a list function handed to a ``ResourceCache`` is also watched (queues/clusters/watch.py)."""
     verbs = {"list": "list", "read": "get", "create": "create", "delete": "delete",
              "patch": "patch", "replace": "update", "watch": "watch"}  # fmt: skip
     calls = set()
-    for node in ast.walk(ast.parse(DRIVER.read_text())):
+    tree = ast.parse(DRIVER.read_text())
+    followed = {
+        id(arg)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "ResourceCache"
+        for arg in node.args
+    }
+    for node in ast.walk(tree):
         if (
             isinstance(node, ast.Attribute)
             and isinstance(node.value, ast.Attribute)
@@ -103,6 +113,8 @@ def driver_calls() -> set[tuple[str, str]]:
             verb, _, rest = node.attr.partition("_")
             resource = rest.removeprefix("namespaced_").removesuffix("_for_all_namespaces")
             calls.add((resource + "s", verbs[verb]))
+            if id(node) in followed:
+                calls.add((resource + "s", "watch"))
     return calls
 
 
