@@ -19,6 +19,7 @@ import json
 import logging
 import time
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -169,8 +170,11 @@ class KubernetesDriver:
     # -- reading -------------------------------------------------------------------------
 
     def sync(self) -> ClusterState:
-        for cache in self.caches:
-            cache.refresh()
+        # the kinds side by side: each watch waits for a moment of silence, together only once
+        with ThreadPoolExecutor(len(self.caches), thread_name_prefix="k8s-sync") as threads:
+            failed = [e for e in threads.map(_refresh, self.caches) if e is not None]
+        if failed:
+            raise failed[0]
         return cluster_state(self._nodes.items(), self._pods.items())
 
     @property
@@ -379,6 +383,14 @@ class KubernetesDriver:
                 call()
         except _Tolerated:
             logger.debug("%s: already gone", action)
+
+
+def _refresh(cache: ResourceCache) -> ClusterUnavailable | None:
+    try:
+        cache.refresh()
+    except ClusterUnavailable as error:
+        return error
+    return None
 
 
 class _Tolerated(Exception):
