@@ -206,10 +206,12 @@ def main() -> None:
         f"each ({args.churn:.0%}); idle {args.idle} s per watched kind; medians of "
         f"{args.cycles} cycles; load average {os.getloadavg()[0]:.1f}\n"
     )
-    print(f"| path | wall ms/cycle | client CPU ms/cycle | bytes/cycle | requests/cycle |")
+    print("| path | wall ms/cycle | client CPU ms/cycle | bytes/cycle | requests/cycle |")
     print("|---|---:|---:|---:|---:|")
     for name, values in rows.items():
-        wall, cpu, read, requests = (statistics.median(column) for column in zip(*values))
+        wall, cpu, read, requests = (
+            statistics.median(column) for column in zip(*values, strict=True)
+        )
         print(f"| {name} | {wall:,.0f} | {cpu:,.0f} | {read:,.0f} | {requests:.0f} |")
     wall, cpu, read, requests = first
     print(f"| watch, first sync (LIST) | {wall:,.0f} | {cpu:,.0f} | {read:,.0f} | {requests} |")

@@ -52,37 +52,43 @@ def pod_requests(pod: Manifest) -> dict[str, int]:
     spec = pod.get("spec") or {}
     total: dict[str, int] = {}
     for container in spec.get("containers") or []:
-        _add(total, _container_requests(container))
+        add_counts(total, _container_requests(container))
     sidecars: dict[str, int] = {}
     init_peak: dict[str, int] = {}
     for container in spec.get("initContainers") or []:
         wants = _container_requests(container)
         if container.get("restartPolicy") == "Always":
-            _add(sidecars, wants)
+            add_counts(sidecars, wants)
             _peak(init_peak, sidecars)
         else:
             running = dict(sidecars)
-            _add(running, wants)
+            add_counts(running, wants)
             _peak(init_peak, running)
-    _add(total, sidecars)
+    add_counts(total, sidecars)
     _peak(total, init_peak)
-    _add(total, _device_counts(spec.get("overhead") or {}))
+    add_counts(total, _device_counts(spec.get("overhead") or {}))
     return {name: count for name, count in total.items() if count > 0}
 
 
+def held_by_other(pod: Manifest) -> tuple[str, dict[str, int]] | None:
+    """(node name, device resources) a pod the platform did not create holds: None for the
+    platform's pods, ended pods (they hold nothing), pods not yet bound, pods with no devices."""
+    if managed(pod):
+        return None
+    node = (pod.get("spec") or {}).get("nodeName")
+    if not node or (pod.get("status") or {}).get("phase") in ENDED_PHASES:
+        return None
+    held = pod_requests(pod)
+    return (str(node), held) if held else None
+
+
 def other_usage_by_node(pods: Iterable[Manifest]) -> dict[str, dict[str, int]]:
-    """Per node name, the device resources held by running or pending pods bound to it that the
-    platform did not create (ended pods hold nothing; pods not yet bound hold no node)."""
+    """Per node name, what the pods the platform did not create hold there (`held_by_other`)."""
     usage: dict[str, dict[str, int]] = {}
     for pod in pods:
-        if managed(pod):
-            continue
-        node = (pod.get("spec") or {}).get("nodeName")
-        if not node or (pod.get("status") or {}).get("phase") in ENDED_PHASES:
-            continue
-        held = pod_requests(pod)
-        if held:
-            _add(usage.setdefault(str(node), {}), held)
+        held = held_by_other(pod)
+        if held is not None:
+            add_counts(usage.setdefault(held[0], {}), held[1])
     return usage
 
 
@@ -97,7 +103,8 @@ def _device_counts(quantities: Mapping[str, Any]) -> dict[str, int]:
     return {name: parse_count(q) for name, q in quantities.items() if extended_resource(name)}
 
 
-def _add(into: dict[str, int], more: Mapping[str, int]) -> None:
+def add_counts(into: dict[str, int], more: Mapping[str, int]) -> None:
+    """Add `more` to `into`, per resource name."""
     for name, count in more.items():
         into[name] = into.get(name, 0) + count
 

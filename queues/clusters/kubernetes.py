@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -35,17 +35,20 @@ from queues.clusters.base import (
     ClusterUnavailable,
     InvalidSpec,
     LaunchSpec,
-    NodeInfo,
     QuotaExceeded,
     RequestRejected,
-    WorkerPhase,
     WorkerPlacement,
-    WorkerStatus,
     WorkloadConflict,
-    WorkloadStatus,
-    workload_phase,
 )
-from queues.clusters.k8s_objects import other_usage_by_node, parse_count
+from queues.clusters.k8s_state import (
+    _owned_by_job,
+    _pod_message,
+    _terminating,
+    _worker_index,
+    cluster_state,
+    parse_node,
+    read_pod,
+)
 from queues.clusters.watch import ResourceCache, WatchSettings
 
 logger = logging.getLogger(__name__)
@@ -57,12 +60,6 @@ MANAGED_SELECTOR = f"{manifests.MANAGED_BY_KEY}={manifests.MANAGED_BY}"
 # refuses a create (k8s.io/apiserver admission and plugin/pkg/admission/resourcequota).
 ADMISSION_DENIED = ("admission webhook", "denied the request")
 QUOTA_EXCEEDED = "exceeded quota"
-_POD_PHASES = {
-    "Pending": WorkerPhase.PENDING,
-    "Running": WorkerPhase.RUNNING,
-    "Succeeded": WorkerPhase.SUCCEEDED,
-    "Failed": WorkerPhase.FAILED,
-}
 
 
 @dataclass(frozen=True)
@@ -161,8 +158,10 @@ class KubernetesDriver:
             request_timeout_seconds=timeout, idle_seconds=connection.watch_idle_seconds
         )
         # The kinds `sync` follows; another kind is one more line (see queues/clusters/watch.py).
-        self._nodes = ResourceCache("nodes", self._core.list_node, watch, clock)
-        self._pods = ResourceCache("pods", self._core.list_pod_for_all_namespaces, watch, clock)
+        self._nodes = ResourceCache("nodes", self._core.list_node, watch, clock, parse_node)
+        self._pods = ResourceCache(
+            "pods", self._core.list_pod_for_all_namespaces, watch, clock, read_pod
+        )
 
     def __repr__(self) -> str:
         return f"KubernetesDriver({self._connection!r})"
@@ -175,10 +174,10 @@ class KubernetesDriver:
             failed = [e for e in threads.map(_refresh, self.caches) if e is not None]
         if failed:
             raise failed[0]
-        return cluster_state(self._nodes.items(), self._pods.items())
+        return cluster_state(self._nodes.derived(), self._pods.derived())
 
     @property
-    def caches(self) -> tuple[ResourceCache, ...]:
+    def caches(self) -> tuple[ResourceCache[Any], ...]:
         """The kinds this driver follows, each with what it has cost (`ResourceCache.stats`)."""
         return (self._nodes, self._pods)
 
@@ -435,143 +434,3 @@ def _status_message(body: Any) -> str:
     if isinstance(decoded, dict):
         return str(decoded.get("message", ""))[:500]
     return ""
-
-
-# -- parsing what the cluster reports (pure) ------------------------------------------------
-
-
-def cluster_state(nodes: Iterable[Manifest], pods: Iterable[Manifest]) -> ClusterState:
-    """Nodes (with what other workloads hold on each) and the platform's workloads, from every
-    node and every pod of the cluster."""
-    pod_list = list(pods)
-    other = other_usage_by_node(pod_list)
-    infos = sorted((parse_node(item, other) for item in nodes), key=_node_name)
-    return ClusterState(nodes=tuple(infos), workloads=workloads_from_pods(pod_list))
-
-
-def parse_node(node: Manifest, other_usage: dict[str, dict[str, int]] | None = None) -> NodeInfo:
-    """A node's name, extended-resource capacity, labels, readiness and cordon; `other_usage`
-    (per node name) gives what pods the platform did not create hold on it."""
-    metadata = node.get("metadata") or {}
-    status = node.get("status") or {}
-    spec = node.get("spec") or {}
-    allocatable = {
-        resource: parse_count(quantity)
-        for resource, quantity in (status.get("allocatable") or {}).items()
-        if "/" in resource
-    }
-    conditions = status.get("conditions") or []
-    ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
-    name = str(metadata.get("name", ""))
-    return NodeInfo(
-        name=name,
-        allocatable=allocatable,
-        other_usage=dict((other_usage or {}).get(name, {})),
-        labels=dict(metadata.get("labels") or {}),
-        ready=ready,
-        unschedulable=bool(spec.get("unschedulable", False)),
-    )
-
-
-def workloads_from_pods(pods: list[Manifest]) -> tuple[WorkloadStatus, ...]:
-    """Group the platform's pods by job and summarise each job's workers."""
-    jobs: dict[tuple[str, str], list[Manifest]] = {}
-    for pod in pods:
-        metadata = pod.get("metadata") or {}
-        labels = metadata.get("labels") or {}
-        if labels.get(manifests.MANAGED_BY_KEY) != manifests.MANAGED_BY:
-            continue  # the emulator (and a misconfigured proxy) may ignore label selectors
-        job_id = _job_id(pod)
-        if not job_id:
-            continue
-        jobs.setdefault((str(metadata.get("namespace", "")), job_id), []).append(pod)
-    return tuple(
-        _workload_status(job_id, namespace, job_pods)
-        for (namespace, job_id), job_pods in sorted(jobs.items())
-    )
-
-
-def _workload_status(job_id: str, namespace: str, pods: list[Manifest]) -> WorkloadStatus:
-    workers = tuple(sorted((_worker_status(pod) for pod in pods), key=lambda w: w.index))
-    phase = workload_phase(w.phase for w in workers)
-    failed = [w for w in workers if w.phase is WorkerPhase.FAILED]
-    notes = [f"worker {w.index}: {w.message}" for w in workers if w.message]
-    if failed:
-        message = f"{len(failed)} of {len(workers)} worker(s) failed"
-        message = "; ".join([message, *notes])
-    else:
-        message = "; ".join(notes)
-    return WorkloadStatus(
-        job_id=job_id,
-        namespace=namespace,
-        phase=phase,
-        workers=workers,
-        failed_workers=len(failed),
-        message=message,
-    )
-
-
-def _worker_status(pod: Manifest) -> WorkerStatus:
-    metadata = pod.get("metadata") or {}
-    spec = pod.get("spec") or {}
-    status = pod.get("status") or {}
-    phase = _POD_PHASES.get(str(status.get("phase", "Pending")), WorkerPhase.UNKNOWN)
-    node = spec.get("nodeName") or (metadata.get("annotations") or {}).get(
-        manifests.PLANNED_NODE_ANNOTATION, ""
-    )
-    return WorkerStatus(
-        index=_worker_index(pod),
-        pod_name=str(metadata.get("name", "")),
-        node=str(node),
-        phase=phase,
-        terminating=_terminating(pod),
-        message=_pod_message(status),
-        reason=str(status.get("reason") or ""),
-    )
-
-
-def _pod_message(status: Manifest) -> str:
-    """The most telling reason a pod gives: its own, a waiting or failed container's, or why it
-    is not scheduled."""
-    if status.get("reason") or status.get("message"):
-        return ": ".join(str(s) for s in (status.get("reason"), status.get("message")) if s)
-    for container in status.get("containerStatuses") or []:
-        state = container.get("state") or {}
-        for key in ("waiting", "terminated"):
-            detail = state.get(key) or {}
-            reason = detail.get("reason")
-            if reason and reason not in ("ContainerCreating", "Completed", "PodInitializing"):
-                return ": ".join(str(s) for s in (reason, detail.get("message")) if s)
-    for condition in status.get("conditions") or []:
-        if condition.get("type") == "PodScheduled" and condition.get("status") == "False":
-            reason = condition.get("reason") or "Unschedulable"
-            return ": ".join(str(s) for s in (reason, condition.get("message")) if s)
-    return ""
-
-
-def _job_id(obj: Manifest) -> str:
-    metadata = obj.get("metadata") or {}
-    annotations = metadata.get("annotations") or {}
-    labels = metadata.get("labels") or {}
-    return str(annotations.get(manifests.JOB_ID_ANNOTATION) or labels.get(manifests.JOB_LABEL, ""))
-
-
-def _owned_by_job(obj: Manifest, job_id: str) -> bool:
-    labels = (obj.get("metadata") or {}).get("labels") or {}
-    return labels.get(manifests.MANAGED_BY_KEY) == manifests.MANAGED_BY and _job_id(obj) == job_id
-
-
-def _worker_index(pod: Manifest) -> int:
-    labels = (pod.get("metadata") or {}).get("labels") or {}
-    try:
-        return int(labels.get(manifests.WORKER_LABEL, -1))
-    except (TypeError, ValueError):
-        return -1
-
-
-def _terminating(obj: Manifest) -> bool:
-    return bool((obj.get("metadata") or {}).get("deletionTimestamp"))
-
-
-def _node_name(node: NodeInfo) -> str:
-    return node.name

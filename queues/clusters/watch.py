@@ -27,6 +27,8 @@ A kind is any ``list_*`` function of the official client that takes ``watch``,
 ``CoreV1Api.list_node``, ``BatchV1Api.list_job_for_all_namespaces``, or a
 ``functools.partial`` of ``CustomObjectsApi.list_cluster_custom_object`` with group, version
 and plural). One `ResourceCache` per kind; it is not thread-safe (one cycle at a time uses it).
+`derive` reads what the caller needs of an object once, when the object arrives or changes
+(`derived`), instead of on every cycle.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ import json
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import urllib3
 from kubernetes.client.exceptions import ApiException
@@ -45,6 +47,7 @@ from queues.clusters.base import ClusterUnavailable
 Manifest = dict[str, Any]
 ListCall = Callable[..., Any]
 GONE = 410
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -76,7 +79,7 @@ class _StreamLost(Exception):
     """The watch stream broke after it had started."""
 
 
-class ResourceCache:
+class ResourceCache(Generic[T]):
     """The objects of one kind, kept up to date by `refresh` (see the module docstring)."""
 
     def __init__(
@@ -85,13 +88,16 @@ class ResourceCache:
         call: ListCall,
         settings: WatchSettings | None = None,
         clock: Callable[[], float] = time.monotonic,
+        derive: Callable[[Manifest], T] | None = None,
     ) -> None:
         self.kind = kind
         self.stats = CacheStats()
         self._call = call
         self._settings = settings or WatchSettings()
         self._clock = clock
+        self._derive = derive
         self._objects: dict[tuple[str, str], Manifest] = {}
+        self._derived: dict[tuple[str, str], T] = {}
         self._version = ""  # "" until the first LIST succeeds
         self._failures = 0
         self._retry_at: float | None = None
@@ -120,6 +126,10 @@ class ResourceCache:
         """Every object of the kind as last seen, in no particular order."""
         return list(self._objects.values())
 
+    def derived(self) -> list[T]:
+        """`derive` of every object, as `items` (empty without a `derive`)."""
+        return list(self._derived.values())
+
     def refresh(self) -> None:
         """Bring the cache up to date; `ClusterUnavailable` when the kind cannot be followed now."""
         wait = self.retry_in
@@ -144,6 +154,7 @@ class ResourceCache:
     def forget(self) -> None:
         """Drop the objects and version: the next refresh LISTs again."""
         self._objects = {}
+        self._derived = {}
         self._version = ""
 
     # -- one refresh -----------------------------------------------------------------------
@@ -160,7 +171,9 @@ class ResourceCache:
         except _Gone:
             self._relist()
         except _StreamLost as error:
-            raise ClusterUnavailable(f"watch {self.kind}: the stream broke twice: {error}") from None
+            raise ClusterUnavailable(
+                f"watch {self.kind}: the stream broke twice: {error}"
+            ) from None
 
     def _relist(self) -> None:
         response = self._request("list", _request_timeout=self._timeout(self._settings))
@@ -173,10 +186,14 @@ class ResourceCache:
         try:
             decoded = json.loads(data)
         except ValueError:
-            raise ClusterUnavailable(f"list {self.kind}: the API server sent invalid JSON") from None
+            raise ClusterUnavailable(
+                f"list {self.kind}: the API server sent invalid JSON"
+            ) from None
         if not isinstance(decoded, dict):
             raise ClusterUnavailable(f"list {self.kind}: the API server sent no object list")
         self._objects = {_key(item): item for item in decoded.get("items") or []}
+        derive = self._derive
+        self._derived = {} if derive is None else {k: derive(v) for k, v in self._objects.items()}
         # a list without a version (not from a real API server) cannot be watched from: the
         # next refresh LISTs again
         self._version = str((decoded.get("metadata") or {}).get("resourceVersion") or "")
@@ -229,9 +246,13 @@ class ResourceCache:
             raise ClusterUnavailable(f"watch {self.kind}: ERROR {obj.get('code')}: {message}")
         self.stats.events += 1
         if kind in ("ADDED", "MODIFIED"):
-            self._objects[_key(obj)] = obj
+            key = _key(obj)
+            self._objects[key] = obj
+            if self._derive is not None:
+                self._derived[key] = self._derive(obj)
         elif kind == "DELETED":
             self._objects.pop(_key(obj), None)
+            self._derived.pop(_key(obj), None)
         elif kind != "BOOKMARK":
             raise _StreamLost(f"unknown watch event type {kind!r}")
         version = (obj.get("metadata") or {}).get("resourceVersion")
@@ -248,7 +269,9 @@ class ResourceCache:
                 f"{action} {self.kind}: HTTP {error.status} {error.reason or ''}".rstrip()
             ) from None
         except (urllib3.exceptions.HTTPError, OSError) as error:
-            raise ClusterUnavailable(f"{action} {self.kind}: {type(error).__name__}: {error}") from None
+            raise ClusterUnavailable(
+                f"{action} {self.kind}: {type(error).__name__}: {error}"
+            ) from None
 
     @staticmethod
     def _timeout(settings: WatchSettings) -> tuple[float, float]:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
@@ -150,10 +151,8 @@ class WatchingEmulator(kmock.KubernetesEmulator):
                 break
             if _client_gone(request):
                 return  # aiohttp does not cancel a handler whose client left
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(changed.wait(), min(remaining, 0.05))
-            except TimeoutError:
-                pass
         if params.get("allowWatchBookmarks") == "true":
             bookmark = {"kind": "Bookmark", "metadata": {"resourceVersion": str(self.revision)}}
             yield {"type": "BOOKMARK", "object": bookmark}
