@@ -384,7 +384,7 @@ class KubernetesDriver:
             logger.debug("%s: already gone", action)
 
 
-def _refresh(cache: ResourceCache) -> ClusterUnavailable | None:
+def _refresh(cache: ResourceCache[Any]) -> ClusterUnavailable | None:
     try:
         cache.refresh()
     except ClusterUnavailable as error:
