@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import replace
+from types import MappingProxyType
 from typing import Any, NamedTuple
 
 from queues.clusters import manifests
@@ -23,12 +24,14 @@ from queues.clusters.base import (
 from queues.clusters.k8s_objects import add_counts, held_by_other, managed, parse_count
 
 Manifest = dict[str, Any]
-_POD_PHASES = {
-    "Pending": WorkerPhase.PENDING,
-    "Running": WorkerPhase.RUNNING,
-    "Succeeded": WorkerPhase.SUCCEEDED,
-    "Failed": WorkerPhase.FAILED,
-}
+_POD_PHASES = MappingProxyType(
+    {
+        "Pending": WorkerPhase.PENDING,
+        "Running": WorkerPhase.RUNNING,
+        "Succeeded": WorkerPhase.SUCCEEDED,
+        "Failed": WorkerPhase.FAILED,
+    }
+)
 
 
 class PodReading(NamedTuple):
