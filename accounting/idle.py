@@ -47,14 +47,21 @@ def recorded_capacities(
             bucket_start__gt=period.start - timedelta(seconds=ONE_HOUR),
             bucket_start__lt=period.end,
         )
-        .values_list("bucket_start", "cluster__name", "flavor__name", "capacity_gpu_equivalent")
+        .values_list(
+            "bucket_start",
+            "cluster__name",
+            "flavor__name",
+            "capacity_gpu_equivalent",
+            "other_gpu_equivalent",
+        )
         .order_by("bucket_start")
     )
     by_hour: dict[datetime, dict[tuple[str, str], Decimal]] = {}
-    for start, cluster, flavor, amount in samples:
+    for start, cluster, flavor, amount, others in samples:
         parent = price_list.mig_parents.get(flavor, flavor)
         hour = by_hour.setdefault(max(start, period.start), {})
-        value = Decimal(repr(amount)).quantize(GPU_EQUIVALENT_QUANTUM)
+        platform = max(0.0, amount - others)  # other workloads' GPUs are not the platform's idle
+        value = Decimal(repr(platform)).quantize(GPU_EQUIVALENT_QUANTUM)
         hour[(cluster, parent)] = hour.get((cluster, parent), Decimal(0)) + value
     if not by_hour:
         return None
@@ -73,11 +80,12 @@ def recorded_capacities(
 def current_capacities(
     period: Period, price_list: rating.PriceList
 ) -> list[rating.ClusterCapacity]:
-    """Today's nodes' capacity, taken as in force over the whole period."""
+    """Today's nodes' capacity (less what other workloads hold), taken as in force over the
+    whole period."""
     flavors = {f.name: f for f in Flavor.objects.all()}
     totals: dict[tuple[str, str], Decimal] = {}
     for node in Node.objects.select_related("cluster"):
-        for name, count in (node.capacity or {}).items():
+        for name, count in node.usable_capacity().items():
             flavor = flavors.get(name)
             if flavor is None:
                 continue

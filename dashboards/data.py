@@ -16,6 +16,7 @@ from accounting.models import Budget, UsageRecord
 from accounting.pricing import RELATED, currency, interval_of, load_price_list
 from dashboards.models import FIVE_MINUTES, ONE_HOUR, CapacitySample, RollupMark, UsageRollup
 from dashboards.plain import (
+    OTHER_WORKLOADS,
     BurnDown,
     CohortRow,
     FairShareRow,
@@ -34,6 +35,7 @@ from dashboards.rollup import USAGE_MARK, floor_to
 from gpusched.engine import fairshare
 from gpusched.engine.quota import lendable
 from queues.models import Flavor, Job, JobEvent, JobFlavor, Node, Queue, Team
+from queues.models.resources import usable_capacity
 from queues.services.queue_status import HOLDING_STATES, FlavorStatus, QueueStatus, queues_status
 
 MIG_CONFIG_LABEL = "nvidia.com/mig.config"
@@ -134,23 +136,30 @@ def usage_series(
         stacks[OTHER_TEAMS if by == "team" else "other flavors"] = tuple(other)
     capacity: tuple[float | None, ...] = ()
     failed: tuple[float | None, ...] = ()
+    other_workloads: tuple[float | None, ...] = ()
     if with_capacity:
         cap: list[float | None] = [None] * len(buckets)
         bad: list[float | None] = [None] * len(buckets)
-        for bucket, total, down in (
+        held: list[float | None] = [None] * len(buckets)
+        for bucket, total, down, others in (
             CapacitySample.objects.filter(
                 bucket_seconds=span.bucket_seconds,
                 bucket_start__gte=buckets[0],
                 bucket_start__lte=buckets[-1],
             )
             .values("bucket_start")
-            .annotate(total=Sum("capacity_gpu_equivalent"), down=Sum("failed_gpu_equivalent"))
-            .values_list("bucket_start", "total", "down")
+            .annotate(
+                total=Sum("capacity_gpu_equivalent"),
+                down=Sum("failed_gpu_equivalent"),
+                others=Sum("other_gpu_equivalent"),
+            )
+            .values_list("bucket_start", "total", "down", "others")
         ):
             i = position.get(bucket)
             if i is not None:
-                cap[i], bad[i] = total, down
+                cap[i], bad[i], held[i] = total, down, others
         capacity, failed = tuple(cap), tuple(bad)
+        other_workloads = tuple(held) if any(held) else ()
     return UsageSeries(
         range_label=span.label,
         bucket_seconds=span.bucket_seconds,
@@ -159,6 +168,7 @@ def usage_series(
         capacity=capacity,
         failed=failed,
         stacked_by=by,
+        other=other_workloads,
     )
 
 
@@ -204,17 +214,20 @@ def flavor_utilization(now: datetime) -> list[FlavorUtilization]:
     flavors = list(Flavor.objects.values_list("pk", "name"))
     capacity: dict[str, int] = defaultdict(int)
     failed: dict[str, int] = defaultdict(int)
+    other: dict[str, int] = defaultdict(int)
     names = dict(flavors)
-    ready_units: dict[tuple[int, str, str], int] = {}  # (cluster, node, flavor) on Ready nodes
-    for cluster_id, node, units_by_flavor, ready in Node.objects.values_list(
-        "cluster_id", "name", "capacity", "ready"
+    ready_units: dict[tuple[int, str, str], int] = {}  # (cluster, node, flavor): the platform's
+    for cluster_id, node, units_by_flavor, held_by_others, ready in Node.objects.values_list(
+        "cluster_id", "name", "capacity", "other_usage", "ready"
     ):
+        usable = usable_capacity(units_by_flavor, held_by_others)
         for name, units in (units_by_flavor or {}).items():
             capacity[name] += units
             if not ready:
                 failed[name] += units
             else:
-                ready_units[(cluster_id, node, name)] = units
+                other[name] += units - usable[name]
+                ready_units[(cluster_id, node, name)] = usable[name]
     # held units per node, on Ready nodes only (a failed node's units are failed) and never more
     # than the node has (a stopping job and its successor are not two GPUs)
     held: dict[tuple[int, str, str], int] = defaultdict(int)
@@ -226,16 +239,16 @@ def flavor_utilization(now: datetime) -> list[FlavorUtilization]:
         by_name[key[2]] += min(units, ready_units.get(key, 0))
     used = {pk: by_name[name] for pk, name in flavors}
     return [
-        FlavorUtilization(name, capacity[name], used[pk], failed[name])
+        FlavorUtilization(name, capacity[name], used[pk], failed[name], other[name])
         for pk, name in flavors
         if capacity[name] or used[pk]
     ]
 
 
 def node_slots(now: datetime, job_teams: Collection[str] | None = None) -> list[NodeSlots]:
-    """Every node's GPUs and MIG slices per flavor, each free or held by a team's job, MIG
-    nodes first; a slot names its job only for the teams in ``job_teams`` (None: every team),
-    else only the team. Four queries."""
+    """Every node's GPUs and MIG slices per flavor, each free, held by a team's job or by other
+    workloads (pods the platform did not create), MIG nodes first; a slot names its job only
+    for the teams in ``job_teams`` (None: every team), else only the team. Four queries."""
     flavors = {f.name: f for f in Flavor.objects.all()}
     by_id = {f.pk: f.name for f in flavors.values()}
     held: dict[tuple[int, str, str], list[Holding]] = defaultdict(list)
@@ -254,7 +267,9 @@ def node_slots(now: datetime, job_teams: Collection[str] | None = None) -> list[
                 if job_teams is not None and holding.team not in job_teams:
                     label = None
                 slots += [Slot(holding.team, label)] * holding.units_by_node[node.name]
-            slots = slots[:units] + [Slot()] * max(0, units - len(slots))
+            others = units - node.usable_capacity().get(name, units) if node.ready else 0
+            slots = slots[: units - others] + [Slot(OTHER_WORKLOADS)] * others
+            slots += [Slot()] * max(0, units - len(slots))
             flavor = flavors.get(name)
             out.append(
                 NodeSlots(

@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from dashboards.plain import (
+    OTHER_WORKLOADS,
     BurnDown,
     FairShareRow,
     FlavorUtilization,
@@ -34,11 +35,14 @@ PALETTE = (
 FREE_COLOUR = "#e8ecf2"
 FAILED_COLOUR = "#a40000"
 CAPACITY_COLOUR = "#1d2330"
+OTHER_WORKLOADS_COLOUR = "#8a8f98"  # GPUs held by pods the platform did not create
 GPU_EQ = "GPU-equivalents"
 
 
 def colour_of(name: str) -> str:
-    """A colour from the palette, fixed by the name."""
+    """A colour from the palette, fixed by the name (other workloads: always grey)."""
+    if name == OTHER_WORKLOADS:
+        return OTHER_WORKLOADS_COLOUR
     return PALETTE[zlib.crc32(name.encode()) % len(PALETTE)]
 
 
@@ -70,11 +74,14 @@ def _layout(title: str, x_title: str, y_title: str, **extra: Any) -> dict[str, A
 
 # --- cluster overview -------------------------------------------------------------------------
 def usage_over_time(series: UsageSeries) -> Figure:
-    """Stacked areas of GPU-equivalents in use per team (or flavor), with capacity and failed
-    GPU-equivalents as lines."""
+    """Stacked areas of GPU-equivalents in use per team (or flavor), other workloads (pods the
+    platform did not create) at the bottom, with capacity and failed GPU-equivalents as lines."""
     x = [_time(b) for b in series.buckets]
     data: list[dict[str, Any]] = []
-    for name, values in series.stacks.items():
+    stacks = dict(series.stacks)
+    if series.other:
+        stacks = {OTHER_WORKLOADS: tuple(v or 0.0 for v in series.other), **stacks}
+    for name, values in stacks.items():
         data.append(
             {
                 "type": "scatter",
@@ -123,13 +130,15 @@ def usage_over_time(series: UsageSeries) -> Figure:
 
 
 def flavor_utilization(rows: Sequence[FlavorUtilization]) -> Figure:
-    """Stacked bars per flavor: used, free and failed units now."""
+    """Stacked bars per flavor: used, free, held by other workloads and failed units now."""
     x = [row.flavor for row in rows]
-    parts = (
+    parts = [
         ("Used", [row.used for row in rows], "#1f5fbf"),
         ("Free", [row.free for row in rows], "#9ab8e6"),
         ("Failed", [row.failed for row in rows], FAILED_COLOUR),
-    )
+    ]
+    if any(row.other for row in rows):
+        parts.insert(2, ("Other workloads", [row.other for row in rows], OTHER_WORKLOADS_COLOUR))
     data = [
         {"type": "bar", "name": name, "x": x, "y": values, "marker": {"color": colour}}
         for name, values, colour in parts

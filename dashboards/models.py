@@ -44,7 +44,8 @@ class UsageRollup(models.Model):
 
 
 class CapacitySample(models.Model):
-    """The largest capacity and failed capacity seen in the bucket (max keeps it idempotent)."""
+    """The largest capacity, failed capacity and capacity held by other workloads seen in the
+    bucket (max keeps it idempotent)."""
 
     bucket_start = models.DateTimeField()
     bucket_seconds = models.PositiveIntegerField()
@@ -52,6 +53,10 @@ class CapacitySample(models.Model):
     flavor = models.ForeignKey("queues.Flavor", on_delete=models.CASCADE, related_name="+")
     capacity_gpu_equivalent = models.FloatField(help_text="On every node, failed ones included.")
     failed_gpu_equivalent = models.FloatField(help_text="On nodes that are not Ready.")
+    other_gpu_equivalent = models.FloatField(
+        default=0.0,
+        help_text="On Ready nodes, held by pods the platform did not create (other workloads).",
+    )
 
     class Meta:
         ordering = ["bucket_seconds", "bucket_start"]

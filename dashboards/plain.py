@@ -12,6 +12,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
 
+# What GPUs held by pods the platform did not create are called (a shared cluster's other
+# workloads: another team's service, a DaemonSet): a GPU map slot, a chart's stack and bar.
+OTHER_WORKLOADS = "other workloads"
+
 
 @dataclass(frozen=True)
 class UsageSeries:
@@ -24,6 +28,7 @@ class UsageSeries:
     capacity: tuple[float | None, ...] = ()  # None: no sample in that bucket
     failed: tuple[float | None, ...] = ()
     stacked_by: str = "team"
+    other: tuple[float | None, ...] = ()  # held by other workloads (OTHER_WORKLOADS)
 
 
 @dataclass(frozen=True)
@@ -32,14 +37,16 @@ class FlavorUtilization:
     capacity: int  # units on every node
     used: int  # units held by admitted, running or stopping jobs
     failed: int  # units on nodes that are not Ready
+    other: int = 0  # units on Ready nodes held by other workloads (OTHER_WORKLOADS)
 
     @property
     def free(self) -> int:
-        return max(0, self.capacity - self.used - self.failed)
+        return max(0, self.capacity - self.used - self.failed - self.other)
 
     @property
     def percent_used(self) -> float:
-        usable = self.capacity - self.failed
+        """Of what the platform may use: capacity less failed nodes and other workloads."""
+        usable = self.capacity - self.failed - self.other
         return round(100.0 * self.used / usable, 1) if usable > 0 else 0.0
 
 
@@ -112,7 +119,8 @@ class FairShareRow:
 
 @dataclass(frozen=True)
 class Slot:
-    """One GPU or MIG slice: free (team None), or held by a job."""
+    """One GPU or MIG slice: free (team None), held by a job, or by other workloads (team
+    OTHER_WORKLOADS, no job)."""
 
     team: str | None = None
     job: str | None = None  # "#12 train"; None when the viewer may not see the team's jobs

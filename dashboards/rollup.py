@@ -9,8 +9,9 @@ of any ledger row added since (a run recorded late) -- onward. Recomputing inste
 makes a re-run (or a crash half-way) harmless. 5-minute buckets are kept for the last
 `FIVE_MINUTE_RETENTION` only (the hour and day views); hourly buckets are kept.
 
-Capacity (`sample_capacity`): per cluster and flavor, GPU-equivalents on all nodes and on nodes
-that are not Ready, stored as the largest value seen in each bucket. `sample_capacity_between`
+Capacity (`sample_capacity`): per cluster and flavor, GPU-equivalents on all nodes, on nodes
+that are not Ready, and held on Ready nodes by other workloads (pods the platform did not
+create), stored as the largest value seen in each bucket. `sample_capacity_between`
 fills every bucket of a span at once (the demo's history replay).
 """
 
@@ -25,6 +26,7 @@ from django.db.models import Min
 from accounting.models import UsageRecord
 from dashboards.models import FIVE_MINUTES, ONE_HOUR, CapacitySample, RollupMark, UsageRollup
 from queues.models import Flavor, Node
+from queues.models.resources import usable_capacity
 
 USAGE_MARK = "usage"
 FIVE_MINUTE_RETENTION = timedelta(days=3)
@@ -147,9 +149,11 @@ def _store_capacity(buckets: dict[int, list[datetime]]) -> int:
     flavor_ids = dict(Flavor.objects.values_list("name", "pk"))
     capacity: dict[tuple[int, int], float] = defaultdict(float)
     failed: dict[tuple[int, int], float] = defaultdict(float)
-    for cluster_id, units_by_flavor, ready in Node.objects.values_list(
-        "cluster_id", "capacity", "ready"
+    other: dict[tuple[int, int], float] = defaultdict(float)
+    for cluster_id, units_by_flavor, held_by_others, ready in Node.objects.values_list(
+        "cluster_id", "capacity", "other_usage", "ready"
     ):
+        usable = usable_capacity(units_by_flavor, held_by_others)
         for name, units in (units_by_flavor or {}).items():
             flavor_id = flavor_ids.get(name)
             if flavor_id is None:
@@ -158,6 +162,8 @@ def _store_capacity(buckets: dict[int, list[datetime]]) -> int:
             capacity[key] += units * geq[flavor_id]
             if not ready:
                 failed[key] += units * geq[flavor_id]
+            else:
+                other[key] += (units - usable[name]) * geq[flavor_id]
     touched = 0
     with transaction.atomic():
         for size, starts in buckets.items():
@@ -182,20 +188,25 @@ def _store_capacity(buckets: dict[int, list[datetime]]) -> int:
                                 flavor_id=key[1],
                                 capacity_gpu_equivalent=total,
                                 failed_gpu_equivalent=failed[key],
+                                other_gpu_equivalent=other[key],
                             )
                         )
                     elif (
                         total > sample.capacity_gpu_equivalent
                         or failed[key] > sample.failed_gpu_equivalent
+                        or other[key] > sample.other_gpu_equivalent
                     ):
                         sample.capacity_gpu_equivalent = max(total, sample.capacity_gpu_equivalent)
                         sample.failed_gpu_equivalent = max(
                             failed[key], sample.failed_gpu_equivalent
                         )
+                        sample.other_gpu_equivalent = max(other[key], sample.other_gpu_equivalent)
                         changed.append(sample)
             CapacitySample.objects.bulk_create(new, batch_size=2000)
             CapacitySample.objects.bulk_update(
-                changed, ["capacity_gpu_equivalent", "failed_gpu_equivalent"], batch_size=500
+                changed,
+                ["capacity_gpu_equivalent", "failed_gpu_equivalent", "other_gpu_equivalent"],
+                batch_size=500,
             )
             touched += len(new) + len(changed)
     return touched

@@ -4,26 +4,46 @@
 each submission, cancellation and node change (at most one queued at a time: a burst of
 submissions queues one; queues/services/jobs.py ``queue_cycle``). It is single-flight (the
 service takes a lease), so extra ticks that find a cycle already running simply return.
+
+Celery makes one instance of a task class per worker process; `CycleTask` holds the process's
+`DriverPool` there, so the Kubernetes drivers (and the watches they follow their clusters with)
+live from one cycle to the next in that process. It is made on the first cycle the process
+runs, after the prefork pool has forked: no connection is ever shared between processes.
 """
 
 from __future__ import annotations
 
 import logging
 
-from celery import shared_task
+from celery import Task, shared_task
 
+from queues.clusters.pool import DriverPool
 from queues.services import run_cycle
 from queues.services.jobs import cycle_started
 
 logger = logging.getLogger(__name__)
 
 
-@shared_task(name="queues.tasks.run_scheduling_cycle", ignore_result=True)
-def run_scheduling_cycle() -> int | None:
+class CycleTask(Task):  # type: ignore[misc]
+    """The cycle task's class: its one instance per worker process keeps the drivers."""
+
+    _drivers: DriverPool | None = None
+
+    @property
+    def drivers(self) -> DriverPool:
+        if self._drivers is None:
+            self._drivers = DriverPool()
+        return self._drivers
+
+
+@shared_task(
+    name="queues.tasks.run_scheduling_cycle", ignore_result=True, base=CycleTask, bind=True
+)
+def run_scheduling_cycle(self: CycleTask) -> int | None:
     """Run one scheduling cycle; returns its ``CycleRun`` id (None: skipped, lease taken)."""
-    hostname = getattr(run_scheduling_cycle.request, "hostname", None) or ""
+    hostname = getattr(self.request, "hostname", None) or ""
     cycle_started()
-    report = run_cycle(worker=hostname)
+    report = run_cycle(worker=hostname, drivers=self.drivers)
     logger.info(
         "scheduling cycle tick (cycle run %s on %s): %s",
         report.cycle_run_id,

@@ -81,7 +81,10 @@ class NodeInfo:
 
     `allocatable` holds the integer capacity per extended resource name, e.g.
     ``{"nvidia.com/gpu": 8}`` or, for a node in MIG mixed mode,
-    ``{"nvidia.com/mig-1g.10gb": 14, "nvidia.com/mig-3g.40gb": 2}``.
+    ``{"nvidia.com/mig-1g.10gb": 14, "nvidia.com/mig-3g.40gb": 2}``. `other_usage` holds, per
+    resource name too, what pods the platform did not create (another team's service, a
+    DaemonSet, anything on a shared cluster) request on the node while they run: the platform
+    may place only ``allocatable - other_usage``.
     """
 
     name: str
@@ -89,6 +92,7 @@ class NodeInfo:
     labels: Mapping[str, str] = field(default_factory=dict)
     ready: bool = True
     unschedulable: bool = False  # cordoned (spec.unschedulable)
+    other_usage: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def schedulable(self) -> bool:
@@ -347,6 +351,22 @@ def node_flavor_capacity(node: NodeInfo, flavors: Iterable[FlavorDefinition]) ->
     ``nvidia.com/gpu.product``), the one with the most selector labels wins, then the first
     name in sort order. Flavors with zero capacity are left out.
     """
+    return {f.name: node.allocatable[resource] for resource, f in _flavor_of(node, flavors).items()}
+
+
+def node_flavor_other_usage(node: NodeInfo, flavors: Iterable[FlavorDefinition]) -> dict[str, int]:
+    """What other workloads hold on `node`, per flavor name, with the resource-to-flavor mapping
+    of `node_flavor_capacity` (never more than the flavor's capacity; zeros left out)."""
+    out = {}
+    for resource, flavor in _flavor_of(node, flavors).items():
+        held = min(node.other_usage.get(resource, 0), node.allocatable[resource])
+        if held > 0:
+            out[flavor.name] = held
+    return out
+
+
+def _flavor_of(node: NodeInfo, flavors: Iterable[FlavorDefinition]) -> dict[str, FlavorDefinition]:
+    """The flavor each resource of `node` counts for (see `node_flavor_capacity`)."""
     best: dict[str, FlavorDefinition] = {}
     for flavor in flavors:
         if node.allocatable.get(flavor.resource_name, 0) <= 0:
@@ -356,7 +376,7 @@ def node_flavor_capacity(node: NodeInfo, flavors: Iterable[FlavorDefinition]) ->
         current = best.get(flavor.resource_name)
         if current is None or _specificity(flavor) < _specificity(current):
             best[flavor.resource_name] = flavor
-    return {f.name: node.allocatable[resource] for resource, f in best.items()}
+    return best
 
 
 def _specificity(flavor: FlavorDefinition) -> tuple[int, str]:

@@ -7,16 +7,21 @@ request surfaces at once as `ClusterUnavailable` and the next cycle retries.
 Reads use raw JSON (``_preload_content=False``): the driver only needs a few fields and this
 keeps it independent of the client's model classes. Writes send the dict manifests built by
 `queues.clusters.manifests`, unchanged.
+
+`sync` reads nodes and pods (every pod: those of other workloads hold GPUs too) from caches
+that follow them with LIST + WATCH (`queues.clusters.watch`): a driver kept across cycles
+(`queues.clusters.pool.DriverPool`) asks the API server only for what changed since the last one.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from decimal import Decimal, InvalidOperation
 from typing import Any
 
 import urllib3
@@ -24,25 +29,31 @@ from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 
-from queues.clusters import adopted, manifests, pod_logs
+from queues.clusters import manifests, pod_logs
 from queues.clusters.base import (
     MAX_LOG_LINES,
     ClusterState,
     ClusterUnavailable,
     InvalidSpec,
     LaunchSpec,
-    NodeInfo,
     QuotaExceeded,
     RequestRejected,
     WorkerLog,
-    WorkerPhase,
     WorkerPlacement,
-    WorkerStatus,
     WorkloadConflict,
-    WorkloadStatus,
-    workload_phase,
+)
+from queues.clusters.k8s_state import (
+    _owned_by_job,
+    _pod_message,
+    _terminating,
+    _worker_index,
+    _worker_status,
+    cluster_state,
+    parse_node,
+    read_pod,
 )
 from queues.clusters.kubernetes_adopted import AdoptedWorkloadCalls
+from queues.clusters.watch import ResourceCache, WatchSettings
 
 logger = logging.getLogger(__name__)
 
@@ -53,12 +64,6 @@ MANAGED_SELECTOR = f"{manifests.MANAGED_BY_KEY}={manifests.MANAGED_BY}"
 # refuses a create (k8s.io/apiserver admission and plugin/pkg/admission/resourcequota).
 ADMISSION_DENIED = ("admission webhook", "denied the request")
 QUOTA_EXCEEDED = "exceeded quota"
-_POD_PHASES = {
-    "Pending": WorkerPhase.PENDING,
-    "Running": WorkerPhase.RUNNING,
-    "Succeeded": WorkerPhase.SUCCEEDED,
-    "Failed": WorkerPhase.FAILED,
-}
 
 
 @dataclass(frozen=True)
@@ -80,6 +85,7 @@ class KubernetesConnection:
     request_timeout_seconds: float = 10.0
     cluster_domain: str = "cluster.local"
     in_cluster: bool = False
+    watch_idle_seconds: float = 0.25  # a watch silent this long has sent all it had
 
     def __post_init__(self) -> None:
         if self.in_cluster:
@@ -99,6 +105,8 @@ class KubernetesConnection:
                 raise InvalidSpec("token: required with api_server")
         if self.request_timeout_seconds <= 0:
             raise InvalidSpec("request_timeout_seconds: must be positive")
+        if self.watch_idle_seconds <= 0:
+            raise InvalidSpec("watch_idle_seconds: must be positive")
 
     def build_api_client(self) -> k8s.ApiClient:
         configuration = k8s.Configuration()
@@ -136,15 +144,30 @@ class KubernetesConnection:
 
 class KubernetesDriver(AdoptedWorkloadCalls):
     """`ClusterDriver` for one Kubernetes cluster (and the calls about kubectl-applied
-    workloads, `AdoptedWorkloadCalls`)."""
+    workloads, `AdoptedWorkloadCalls`).
 
-    def __init__(self, connection: KubernetesConnection) -> None:
+    It keeps what it has read (`keeps_state`): kept across cycles, each `sync` reads only the
+    changes. `clock` (monotonic seconds) times the watches' backoff."""
+
+    keeps_state = True
+
+    def __init__(
+        self, connection: KubernetesConnection, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self._connection = connection
         self._api_client = connection.build_api_client()
         self._core = k8s.CoreV1Api(self._api_client)
         self._custom = k8s.CustomObjectsApi(self._api_client)  # adopted workloads, any group
         timeout = connection.request_timeout_seconds
         self._timeout = (timeout, timeout)
+        watch = WatchSettings(
+            request_timeout_seconds=timeout, idle_seconds=connection.watch_idle_seconds
+        )
+        # The kinds `sync` follows; another kind is one more line (see queues/clusters/watch.py).
+        self._nodes = ResourceCache("nodes", self._core.list_node, watch, clock, parse_node)
+        self._pods = ResourceCache(
+            "pods", self._core.list_pod_for_all_namespaces, watch, clock, read_pod
+        )
 
     def __repr__(self) -> str:
         return f"KubernetesDriver({self._connection!r})"
@@ -152,17 +175,17 @@ class KubernetesDriver(AdoptedWorkloadCalls):
     # -- reading -------------------------------------------------------------------------
 
     def sync(self) -> ClusterState:
-        node_list = self._read("list nodes", lambda: self._core.list_node(**self._raw()))
-        pod_list = self._read(
-            "list pods",
-            lambda: self._core.list_pod_for_all_namespaces(
-                label_selector=MANAGED_SELECTOR, **self._raw()
-            ),
-        )
-        nodes = tuple(
-            sorted((parse_node(item) for item in node_list.get("items", [])), key=_node_name)
-        )
-        return ClusterState(nodes=nodes, workloads=workloads_from_pods(pod_list.get("items", [])))
+        # the kinds side by side: each watch waits for a moment of silence, together only once
+        with ThreadPoolExecutor(len(self.caches), thread_name_prefix="k8s-sync") as threads:
+            failed = [e for e in threads.map(_refresh, self.caches) if e is not None]
+        if failed:
+            raise failed[0]
+        return cluster_state(self._nodes.derived(), self._pods.derived())
+
+    @property
+    def caches(self) -> tuple[ResourceCache[Any], ...]:
+        """The kinds this driver follows, each with what it has cost (`ResourceCache.stats`)."""
+        return (self._nodes, self._pods)
 
     def worker_logs(
         self, job_id: str, namespace: str, worker_index: int | None, tail_lines: int
@@ -424,6 +447,14 @@ class KubernetesDriver(AdoptedWorkloadCalls):
             logger.debug("%s: already gone", action)
 
 
+def _refresh(cache: ResourceCache[Any]) -> ClusterUnavailable | None:
+    try:
+        cache.refresh()
+    except ClusterUnavailable as error:
+        return error
+    return None
+
+
 class _Tolerated(Exception):
     """An API answer the caller expects and treats as success (409 on create, 404 on delete)."""
 
@@ -466,148 +497,3 @@ def _status_message(body: Any) -> str:
     if isinstance(decoded, dict):
         return str(decoded.get("message", ""))[:500]
     return ""
-
-
-# -- parsing what the cluster reports (pure) ------------------------------------------------
-
-
-def parse_count(quantity: Any) -> int:
-    """An allocatable quantity as a whole count ("8", 8, "7.5" -> 7); 0 when unreadable."""
-    try:
-        value = Decimal(str(quantity))
-    except InvalidOperation:
-        return 0
-    if not value.is_finite() or value < 0:
-        return 0
-    return int(value)
-
-
-def parse_node(node: Manifest) -> NodeInfo:
-    """A node's name, extended-resource capacity, labels, readiness and cordon."""
-    metadata = node.get("metadata") or {}
-    status = node.get("status") or {}
-    spec = node.get("spec") or {}
-    allocatable = {
-        resource: parse_count(quantity)
-        for resource, quantity in (status.get("allocatable") or {}).items()
-        if "/" in resource
-    }
-    conditions = status.get("conditions") or []
-    ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
-    return NodeInfo(
-        name=str(metadata.get("name", "")),
-        allocatable=allocatable,
-        labels=dict(metadata.get("labels") or {}),
-        ready=ready,
-        unschedulable=bool(spec.get("unschedulable", False)),
-    )
-
-
-def workloads_from_pods(pods: list[Manifest]) -> tuple[WorkloadStatus, ...]:
-    """Group the platform's pods by job and summarise each job's workers."""
-    jobs: dict[tuple[str, str], list[Manifest]] = {}
-    for pod in pods:
-        metadata = pod.get("metadata") or {}
-        labels = metadata.get("labels") or {}
-        if labels.get(manifests.MANAGED_BY_KEY) != manifests.MANAGED_BY:
-            continue  # the emulator (and a misconfigured proxy) may ignore label selectors
-        job_id = _job_id(pod)
-        if not job_id:
-            continue
-        jobs.setdefault((str(metadata.get("namespace", "")), job_id), []).append(pod)
-    return tuple(
-        _workload_status(job_id, namespace, job_pods)
-        for (namespace, job_id), job_pods in sorted(jobs.items())
-    )
-
-
-def _workload_status(job_id: str, namespace: str, pods: list[Manifest]) -> WorkloadStatus:
-    indexes = adopted.worker_indexes(pods)  # the controllers' pods of an adopted workload
-    workers = tuple(sorted((_worker_status(pod, indexes) for pod in pods), key=lambda w: w.index))
-    phase = workload_phase(w.phase for w in workers)
-    failed = [w for w in workers if w.phase is WorkerPhase.FAILED]
-    notes = [f"worker {w.index}: {w.message}" for w in workers if w.message]
-    if failed:
-        message = f"{len(failed)} of {len(workers)} worker(s) failed"
-        message = "; ".join([message, *notes])
-    else:
-        message = "; ".join(notes)
-    return WorkloadStatus(
-        job_id=job_id,
-        namespace=namespace,
-        phase=phase,
-        workers=workers,
-        failed_workers=len(failed),
-        message=message,
-    )
-
-
-def _worker_status(pod: Manifest, indexes: dict[str, int] | None = None) -> WorkerStatus:
-    metadata = pod.get("metadata") or {}
-    index = (indexes or {}).get(str(metadata.get("name", "")))
-    spec = pod.get("spec") or {}
-    status = pod.get("status") or {}
-    phase = _POD_PHASES.get(str(status.get("phase", "Pending")), WorkerPhase.UNKNOWN)
-    node = spec.get("nodeName") or (metadata.get("annotations") or {}).get(
-        manifests.PLANNED_NODE_ANNOTATION, ""
-    )
-    return WorkerStatus(
-        index=_worker_index(pod) if index is None else index,
-        pod_name=str(metadata.get("name", "")),
-        node=str(node),
-        phase=phase,
-        terminating=_terminating(pod),
-        message=_pod_message(status),
-        reason=str(status.get("reason") or ""),
-        restarts=sum(
-            parse_count(container.get("restartCount", 0))
-            for container in status.get("containerStatuses") or []
-        ),
-    )
-
-
-def _pod_message(status: Manifest) -> str:
-    """The most telling reason a pod gives: its own, a waiting or failed container's, or why it
-    is not scheduled."""
-    if status.get("reason") or status.get("message"):
-        return ": ".join(str(s) for s in (status.get("reason"), status.get("message")) if s)
-    for container in status.get("containerStatuses") or []:
-        state = container.get("state") or {}
-        for key in ("waiting", "terminated"):
-            detail = state.get(key) or {}
-            reason = detail.get("reason")
-            if reason and reason not in ("ContainerCreating", "Completed", "PodInitializing"):
-                return ": ".join(str(s) for s in (reason, detail.get("message")) if s)
-    for condition in status.get("conditions") or []:
-        if condition.get("type") == "PodScheduled" and condition.get("status") == "False":
-            reason = condition.get("reason") or "Unschedulable"
-            return ": ".join(str(s) for s in (reason, condition.get("message")) if s)
-    return ""
-
-
-def _job_id(obj: Manifest) -> str:
-    metadata = obj.get("metadata") or {}
-    annotations = metadata.get("annotations") or {}
-    labels = metadata.get("labels") or {}
-    return str(annotations.get(manifests.JOB_ID_ANNOTATION) or labels.get(manifests.JOB_LABEL, ""))
-
-
-def _owned_by_job(obj: Manifest, job_id: str) -> bool:
-    labels = (obj.get("metadata") or {}).get("labels") or {}
-    return labels.get(manifests.MANAGED_BY_KEY) == manifests.MANAGED_BY and _job_id(obj) == job_id
-
-
-def _worker_index(pod: Manifest) -> int:
-    labels = (pod.get("metadata") or {}).get("labels") or {}
-    try:
-        return int(labels.get(manifests.WORKER_LABEL, -1))
-    except (TypeError, ValueError):
-        return -1
-
-
-def _terminating(obj: Manifest) -> bool:
-    return bool((obj.get("metadata") or {}).get("deletionTimestamp"))
-
-
-def _node_name(node: NodeInfo) -> str:
-    return node.name

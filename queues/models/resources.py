@@ -266,6 +266,15 @@ def validate_capacity(value: object) -> None:
             )
 
 
+def usable_capacity(capacity: object, other_usage: object) -> dict[str, int]:
+    """Capacity less what other workloads hold, per flavor name (never below 0): THE rule of
+    every "free" number (snapshot, GPU map, dashboards, submission checks, quota texts)."""
+    if not isinstance(capacity, dict):
+        return {}
+    other = other_usage if isinstance(other_usage, dict) else {}
+    return {name: max(0, int(units) - int(other.get(name, 0))) for name, units in capacity.items()}
+
+
 class Node(models.Model):
     cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="nodes")
     name = models.CharField(max_length=253, validators=[dotted_name])
@@ -275,6 +284,13 @@ class Node(models.Model):
         blank=True,
         validators=[validate_capacity],
         help_text='Units per flavor name, e.g. {"h100": 8} or {"h100-1g.10gb": 14}.',
+    )
+    other_usage = models.JSONField(
+        default=dict,
+        blank=True,
+        validators=[validate_capacity],
+        help_text="Units per flavor name held by pods the platform did not create (other "
+        "workloads on a shared node), as the cluster last reported them.",
     )
     schedulable = models.BooleanField(default=True, help_text="False when cordoned.")
     ready = models.BooleanField(default=True)
@@ -291,6 +307,10 @@ class Node(models.Model):
 
     def __str__(self) -> str:
         return f"{self.cluster.name}/{self.name}"
+
+    def usable_capacity(self) -> dict[str, int]:
+        """What the platform may place on the node, per flavor: capacity less other workloads."""
+        return usable_capacity(self.capacity, self.other_usage)
 
     def clean(self) -> None:
         errors: dict[str, str] = {}

@@ -28,6 +28,7 @@ from dashboards.rollup import record_cycle
 from gpuplatform.logs import cycle_context
 from gpusched.engine.cycle import run_cycle as decide
 from gpusched.engine.state import EngineState
+from queues.clusters.pool import DriverPool
 from queues.kueue_metrics import record_admission_waits
 from queues.models import CycleRun
 from queues.services import counters, lease, observe
@@ -43,19 +44,32 @@ DURATION_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0
 
 
 def run_cycle(
-    now: datetime | None = None, *, policy: str = "default", worker: str = ""
+    now: datetime | None = None,
+    *,
+    policy: str = "default",
+    worker: str = "",
+    drivers: DriverPool | None = None,
 ) -> CycleReport:
     """Run one cycle at ``now`` (default: the current time) and report what it did.
+
+    ``drivers``: the caller's pool of cluster drivers kept across its cycles (the Celery worker
+    process keeps one, queues/tasks.py); without one the clusters are read from scratch.
 
     Every log line written meanwhile (decisions, side effects, driver calls) carries the cycle's
     id (``report.cycle_id``; gpuplatform/logs.py), and the last one names its ``CycleRun``."""
     report = CycleReport(now=now or timezone.now(), cycle_id=uuid.uuid4().hex[:12])
     with cycle_context(report.cycle_id):
-        _run(report, now, policy, worker)
+        _run(report, now, policy, worker, drivers)
     return report
 
 
-def _run(report: CycleReport, now: datetime | None, policy: str, worker: str) -> None:
+def _run(
+    report: CycleReport,
+    now: datetime | None,
+    policy: str,
+    worker: str,
+    drivers: DriverPool | None,
+) -> None:
     holder = lease.new_holder()
     if not lease.acquire(holder):
         report.ran = False
@@ -63,7 +77,7 @@ def _run(report: CycleReport, now: datetime | None, policy: str, worker: str) ->
         return
     try:
         with lease.Renewal(holder):
-            _work(report, now, policy, worker or holder, holder)
+            _work(report, now, policy, worker or holder, holder, drivers)
     finally:
         lease.release(holder)
     logger.info(
@@ -71,12 +85,19 @@ def _run(report: CycleReport, now: datetime | None, policy: str, worker: str) ->
     )
 
 
-def _work(report: CycleReport, now: datetime | None, policy: str, worker: str, holder: str) -> None:
+def _work(
+    report: CycleReport,
+    now: datetime | None,
+    policy: str,
+    worker: str,
+    holder: str,
+    drivers: DriverPool | None,
+) -> None:
     moment = report.now
     started = time.perf_counter()
     phases = PhaseTimer()
     with phases("sync"):
-        effects = observe.sync_clusters(moment, report)
+        effects = observe.sync_clusters(moment, report, drivers)
         with transaction.atomic():
             observe.finish_stops(moment, report)
     with phases("snapshot"):

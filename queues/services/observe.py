@@ -27,9 +27,10 @@ from queues.clusters.base import (
     WorkloadPhase,
     WorkloadStatus,
     node_flavor_capacity,
+    node_flavor_other_usage,
     workload_phase,
 )
-from queues.clusters.factory import get_driver
+from queues.clusters.pool import DriverPool
 from queues.models import Cluster, Flavor, Job, JobEvent, JobRuntime, Node
 from queues.services import effects as fx
 from queues.services import events as job_events
@@ -43,28 +44,35 @@ logger = logging.getLogger(__name__)
 MAX_FAILURES = 3  # a gang whose workers failed this many times is marked failed
 
 
-def sync_clusters(now: datetime, report: CycleReport) -> list[fx.Effect]:
-    """Sync every cluster; returns the effects to retry. Never raises a driver error."""
+def sync_clusters(
+    now: datetime, report: CycleReport, drivers: DriverPool | None = None
+) -> list[fx.Effect]:
+    """Sync every cluster; returns the effects to retry. Never raises a driver error.
+
+    `drivers`: the pool whose drivers live across cycles (a Kubernetes driver then reads only
+    what changed since the last cycle); without one, every driver is built for this cycle."""
+    if drivers is None:
+        pool = DriverPool()
+        try:
+            return sync_clusters(now, report, pool)
+        finally:
+            pool.close()
     effects: list[fx.Effect] = []
-    for cluster in Cluster.objects.order_by("name"):
+    clusters = list(Cluster.objects.order_by("name"))
+    drivers.retain(c.pk for c in clusters)
+    for cluster in clusters:
         try:
-            driver = get_driver(cluster, now=now)
-        except DriverError as error:
-            fx.mark_degraded(cluster, f"cannot build the driver: {error}")
-            report.degraded.append(cluster.name)
-            continue
-        try:
-            state = driver.sync()
-            listing = intake.list_workloads(driver)  # kubectl-applied Jobs (docs/KUEUE.md)
+            with drivers.driver(cluster, now=now) as driver:
+                state = driver.sync()
+                in_database = bool(getattr(driver, "nodes_in_database", False))
+                listing = intake.list_workloads(driver)  # kubectl-applied Jobs (docs/KUEUE.md)
         except DriverError as error:
             fx.mark_degraded(cluster, str(error))
             report.degraded.append(cluster.name)
             report.add("degraded", f"cluster {cluster.name}: {error}")
             continue
-        finally:
-            driver.close()
         with transaction.atomic():
-            if not getattr(driver, "nodes_in_database", False):
+            if not in_database:
                 update_nodes(cluster, state.nodes)
             effects += observe_workloads(cluster, state, now, report)
             notes = [] if listing is None else intake.take_in(cluster, listing, now, report)
@@ -81,13 +89,14 @@ def update_nodes(cluster: Cluster, infos: tuple[NodeInfo, ...]) -> None:
         FlavorDefinition(f.name, f.resource, dict(f.node_selector)) for f in Flavor.objects.all()
     ]
     existing = {node.name: node for node in Node.objects.filter(cluster=cluster)}
-    fields = ["labels", "capacity", "ready", "schedulable"]
+    fields = ["labels", "capacity", "other_usage", "ready", "schedulable"]
     changed: list[Node] = []
     new: list[Node] = []
     for info in infos:
         values = {
             "labels": dict(info.labels),
             "capacity": node_flavor_capacity(info, definitions),
+            "other_usage": node_flavor_other_usage(info, definitions),
             "ready": info.ready,
             "schedulable": not info.unschedulable,
         }

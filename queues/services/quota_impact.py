@@ -22,6 +22,7 @@ from django.db.models import Q, Sum
 from django.utils import timezone
 
 from queues.models import Flavor, Job, Node, Queue, Quota
+from queues.models.resources import usable_capacity
 from queues.services.queue_status import HOLDING_STATES, flavor_usage
 
 
@@ -152,8 +153,8 @@ def stranded_gpus(queue: Queue, new_nominals: dict[int, int]) -> list[StrandedGp
         return []
     names = dict(Flavor.objects.filter(pk__in=list(lowered)).values_list("pk", "name"))
     capacity = dict.fromkeys(names.values(), 0)
-    for units in Node.objects.filter(ready=True).values_list("capacity", flat=True):
-        for name, count in (units or {}).items():
+    for units, other in Node.objects.filter(ready=True).values_list("capacity", "other_usage"):
+        for name, count in usable_capacity(units, other).items():
             if name in capacity:
                 capacity[name] += int(count)
     totals = dict(

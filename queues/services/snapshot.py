@@ -272,7 +272,7 @@ def _node(node: Node, cluster: Cluster) -> engine.Node:
     not be reached this cycle, takes no new work (its running jobs stay)."""
     return engine.Node(
         name=node.name,
-        capacity=dict(node.capacity),
+        capacity=node.usable_capacity(),  # less what other workloads hold
         labels=dict(node.labels),
         schedulable=node.schedulable and cluster.status != Cluster.Status.DEGRADED,
         failed=not node.ready,

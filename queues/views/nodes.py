@@ -46,7 +46,10 @@ def node_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "queues/node_detail.html",
         {
             "node": node,
-            "capacity": sorted((node.capacity or {}).items()),
+            "capacity": [
+                (name, units, units - node.usable_capacity().get(name, units))
+                for name, units in sorted((node.capacity or {}).items())
+            ],
             "mig_config": (node.labels or {}).get("nvidia.com/mig.config", ""),
             "jobs": jobs,
             "history": list(history_for(node)[:50]),

@@ -265,6 +265,28 @@ def test_idle_on_a_past_period_comes_from_the_recorded_capacity_not_todays_nodes
     assert sum(Decimal(str(item["sharedCost"])) for item in shared.values()) == Decimal("50.00")
 
 
+def test_gpus_other_workloads_held_are_not_the_platforms_idle_capacity(
+    usage, node, cluster, flavor_h100, finance_user
+):
+    """16 GPUs sampled each hour, 4 of them held by pods the platform did not create; today n1
+    shares 2 of its 8 GPUs."""
+    for hour in range(8, 13):
+        CapacitySample.objects.create(
+            bucket_start=at(0).replace(hour=hour), bucket_seconds=ONE_HOUR, cluster=cluster,
+            flavor=flavor_h100, capacity_gpu_equivalent=16, failed_gpu_equivalent=0,
+            other_gpu_equivalent=4,
+        )  # fmt: skip
+    body = get(finance_user, window=FOUR_HOURS, includeIdle="true").json()
+    # (16 - 4) x 4 h = 48 GPU-h, used 23: 25 idle
+    assert body["data"][0]["__idle__"]["gpuHours"] == 25
+
+    CapacitySample.objects.all().delete()  # no history: today's nodes
+    Node.objects.filter(pk=node.pk).update(other_usage={"h100": 2})
+    body = get(finance_user, window=FOUR_HOURS, includeIdle="true").json()
+    # 6 GPUs the platform's: 09-11 none idle (6, then 7 in use), 11-13 one of 6 (5 in use)
+    assert body["data"][0]["__idle__"]["gpuHours"] == 2
+
+
 def test_an_hour_without_a_sample_of_a_flavor_sampled_elsewhere_had_no_capacity(
     usage, node, cluster, flavor_h100, finance_user
 ):

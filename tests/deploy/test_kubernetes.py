@@ -104,7 +104,8 @@ def driver_calls(methods: tuple[str, ...] = ()) -> set[tuple[str, str, str]]:
     calls in `methods` only: the core API's by their method names (``self._core.x``; a
     subresource call such as ``read_namespaced_pod_log`` is ``pods/log``), and the custom-object
     calls (``self._custom.x``, ``..._status`` for the status subresource) for each kind it takes
-    in from kubectl users (``adopted.KINDS``: batch Jobs, JobSets, PyTorchJobs)."""
+    in from kubectl users (``adopted.KINDS``: batch Jobs, JobSets, PyTorchJobs). A list function
+    handed to a ``ResourceCache`` is also watched (queues/clusters/watch.py)."""
     verbs = {"list": "list", "read": "get", "get": "get", "create": "create", "delete": "delete",
              "patch": "patch", "replace": "update", "watch": "watch"}  # fmt: skip
     trees = [ast.parse(path.read_text()) for path in DRIVER]
@@ -119,17 +120,28 @@ def driver_calls(methods: tuple[str, ...] = ()) -> set[tuple[str, str, str]]:
     else:
         scopes = list(trees)
     calls = set()
+    followed = {
+        id(arg)
+        for tree in trees
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "ResourceCache"
+        for arg in node.args
+    }
     for node in (node for scope in scopes for node in ast.walk(scope)):
         if not (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute)):
             continue
         verb, _, rest = node.attr.partition("_")
+        verbs_of_call = {verbs[verb], "watch"} if id(node) in followed else {verbs[verb]}
         if node.value.attr == "_core":
             resource = rest.removeprefix("namespaced_").removesuffix("_for_all_namespaces")
             kind, _, subresource = resource.partition("_")
-            calls.add(("", f"{kind}s/{subresource}" if subresource else f"{kind}s", verbs[verb]))
+            name = f"{kind}s/{subresource}" if subresource else f"{kind}s"
+            calls.update(("", name, v) for v in verbs_of_call)
         elif node.value.attr == "_custom":
             sub = "/status" if rest.endswith("_status") else ""
-            calls.update((kind.group, kind.plural + sub, verbs[verb]) for kind in KINDS)
+            calls.update((k.group, k.plural + sub, v) for k in KINDS for v in verbs_of_call)
     return calls
 
 

@@ -33,6 +33,10 @@ admission webhook says no) and for answers that never arrive, `EmulatedCluster.f
 `EmulatedCluster.lose_response` inject a `Fault` into the emulator itself (`FaultyEmulator`):
 the n-th matching request from then on is refused with a Kubernetes ``Status`` body, or carried
 out and its connection dropped before the answer.
+
+Watches (resource versions, resuming, ``timeoutSeconds``, 410 after a compaction, a stream that
+breaks) come from `tests.queues.clusters.k8s_watch.WatchingEmulator`, which `FaultyEmulator`
+extends; `EmulatedCluster.compact` and `drop_watch` reach them.
 """
 
 from __future__ import annotations
@@ -52,6 +56,8 @@ import kmock._internal.parsing as kmock_parsing
 import kubernetes_validate  # type: ignore[import-untyped]
 import kubernetes_validate.utils  # type: ignore[import-untyped]
 from referencing import Registry, Resource
+
+from tests.queues.clusters.k8s_watch import WatchDrop, WatchingEmulator
 
 T = TypeVar("T")
 
@@ -127,7 +133,7 @@ class Fault:
 
 
 @attrs.define(kw_only=True)
-class FaultyEmulator(kmock.KubernetesEmulator):
+class FaultyEmulator(WatchingEmulator):
     """kmock's emulator that first consults its injected faults (see `Fault`)."""
 
     faults: list[Fault] = attrs.field(factory=list)
@@ -280,9 +286,64 @@ class EmulatedCluster:
         }
 
         def store() -> None:
+            existed = (NODES, None, name) in self.emulator.objects
             self.emulator.objects[NODES, None, name] = node
+            self.emulator.record(NODES, "MODIFIED" if existed else "ADDED", node)
 
         self.call(store)
+
+    def add_pod(
+        self,
+        namespace: str,
+        name: str,
+        node: str,
+        gpus: dict[str, str],
+        *,
+        phase: str = "Running",
+        init_gpus: dict[str, str] | None = None,
+        labels: dict[str, str] | None = None,
+    ) -> dict[str, Any]:
+        """A pod someone else runs (no platform labels unless given), bound to `node`, whose
+        container asks `gpus` as limits (and an init container `init_gpus`, as requests)."""
+        spec: dict[str, Any] = {
+            "nodeName": node,
+            "containers": [{"name": "main", "image": "serve:1", "resources": {"limits": gpus}}],
+        }
+        if init_gpus:
+            spec["initContainers"] = [
+                {"name": "warm", "image": "warm:1", "resources": {"requests": init_gpus}}
+            ]
+        pod = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name, "namespace": namespace, "labels": labels or {}},
+            "spec": spec,
+            "status": {"phase": phase},
+        }
+
+        def store() -> None:
+            self.emulator.objects[PODS, namespace, name] = pod
+            self.emulator.record(PODS, "ADDED", pod)
+
+        self.call(store)
+        return pod
+
+    def compact(self) -> None:
+        """The API server forgets its change history (etcd compaction): watches from an older
+        resourceVersion get 410 Expired."""
+        self.call(self.emulator.compact)
+
+    def drop_watch(self, resource: kmock.resource, after_events: int = 0) -> None:
+        """The next watch of `resource` loses its connection after `after_events` events."""
+        self.call(lambda: self.emulator.drops.append(WatchDrop(resource, after_events)))
+
+    def watches(self, resource: kmock.resource | None = None) -> list[kmock.Request]:
+        """The watch requests served so far (of `resource` only, when given)."""
+        return [
+            r
+            for r in self.requests("GET")
+            if r.params.get("watch") == "true" and (resource is None or r.resource == resource)
+        ]
 
     def stored(
         self, resource: kmock.resource, namespace: str | None = None
@@ -327,7 +388,9 @@ class EmulatedCluster:
 
     def set_pod_status(self, namespace: str, name: str, status: dict[str, Any]) -> None:
         def patch() -> None:
-            self.emulator.objects[PODS, namespace, name].patch({"status": status})
+            pod = self.emulator.objects[PODS, namespace, name]
+            pod.patch({"status": status})
+            self.emulator.record(PODS, "MODIFIED", pod.raw)
 
         self.call(patch)
 
@@ -351,7 +414,10 @@ class EmulatedCluster:
         """Someone else (a user, a controller) deletes the pod; it is gone at once."""
 
         def delete() -> None:
-            self.emulator.objects[PODS, namespace, name].delete()
+            pod = self.emulator.objects[PODS, namespace, name]
+            last = pod.raw
+            pod.delete()
+            self.emulator.record(PODS, "DELETED", last)
 
         self.call(delete)
 

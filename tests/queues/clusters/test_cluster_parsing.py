@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from queues.clusters.base import WorkerPhase, WorkloadPhase
-from queues.clusters.kubernetes import parse_count, parse_node, workloads_from_pods
+from queues.clusters.k8s_objects import parse_count
+from queues.clusters.k8s_state import parse_node, workloads_from_pods
 
 
 def pod(index: int, status: dict[str, Any], job: str = "7", **metadata: Any) -> dict[str, Any]:
