@@ -18,7 +18,10 @@ from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
-from accounting.job_money import job_cost
+from accounting import rating
+from accounting.chargeback import Totals
+from accounting.job_money import costs_so_far, job_cost
+from accounting.pricing import currency
 from accounting.rating import RatingError
 from gpuplatform import access
 from queues.models import (
@@ -135,7 +138,11 @@ def job_list(request: HttpRequest) -> HttpResponse:
     )
     page = Paginator(jobs, PAGE_SIZE).get_page(request.GET.get("page"))
     now = timezone.now()
-    rows = [(job, _times(job, now)) for job in page]
+    try:
+        costs = costs_so_far([job.pk for job in page], now)
+    except RatingError:  # a flavor without a price: the job page says which
+        costs = {}
+    rows = [(job, _times(job, now) | {"cost": _cost_text(costs.get(job.pk))}) for job in page]
     params = request.GET.copy()
     params.pop("page", None)
     return render(
@@ -148,8 +155,14 @@ def job_list(request: HttpRequest) -> HttpResponse:
             "sort": sort,
             "query": params.urlencode(),
             "live_seconds": LIVE_SECONDS,
+            "currency": currency(),
         },
     )
+
+
+def _cost_text(totals: Totals | None) -> str:
+    """What a job has cost so far, as its page and the chargeback sum it ("—": nothing yet)."""
+    return "—" if totals is None else str(rating.quantize_money(totals.cost))
 
 
 def _utc(day: Any, at: time) -> datetime:

@@ -151,3 +151,24 @@ def test_the_team_dashboard_has_costs_own_rows_for_researchers_all_for_team_admi
     mine_cost, theirs_cost = Decimal(everyone["rows"][0][2]), Decimal(everyone["rows"][1][2])
     assert mine_cost + theirs_cost == Decimal(total)
     assert abs(mine_cost - 2 * theirs_cost) <= Decimal("0.01")
+
+
+def test_the_jobs_list_shows_each_jobs_cost_so_far_as_its_page_does(
+    script: Callable[..., Any], queue_a: Queue, researcher_a: User, prices: None,
+) -> None:  # fmt: skip
+    ran = script(queue=queue_a, owner=researcher_a, gpus_per_worker=2, name="a1").run(at(0)).job
+    for hours in (0.37, 1.21, 2.05):
+        accrue_usage(at(hours))
+    waiting = script(queue=queue_a, owner=researcher_a, name="a2").job
+    cost, _ = page_cost(researcher_a, ran)
+    client = Client()
+    client.force_login(researcher_a)
+
+    html = client.get("/jobs/").text
+
+    assert '<th scope="col">Cost so far (USD)</th>' in html
+    row = html[html.index(f"#{ran.pk}</span>") :].split("</tr>")[0]
+    assert f'<td class="num">{cost.so_far_text}</td>' in row
+    assert Decimal(cost.so_far_text) > 0
+    row = html[html.index(f"#{waiting.pk}</span>") :].split("</tr>")[0]
+    assert '<td class="num">—</td>' in row
