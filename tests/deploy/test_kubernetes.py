@@ -132,6 +132,8 @@ def driver_calls(methods: tuple[str, ...] = ()) -> set[tuple[str, str, str]]:
     for node in (node for scope in scopes for node in ast.walk(scope)):
         if not (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute)):
             continue
+        if node.value.attr not in ("_core", "_custom"):
+            continue
         verb, _, rest = node.attr.partition("_")
         verbs_of_call = {verbs[verb], "watch"} if id(node) in followed else {verbs[verb]}
         if node.value.attr == "_core":
