@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import urllib3
@@ -29,7 +30,7 @@ from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 
-from queues.clusters import manifests, pod_logs
+from queues.clusters import adopted, manifests, pod_logs
 from queues.clusters.base import (
     MAX_LOG_LINES,
     ClusterState,
@@ -167,6 +168,18 @@ class KubernetesDriver(AdoptedWorkloadCalls):
         self._nodes = ResourceCache("nodes", self._core.list_node, watch, clock, parse_node)
         self._pods = ResourceCache(
             "pods", self._core.list_pod_for_all_namespaces, watch, clock, read_pod
+        )
+        # the kinds teams apply with kubectl (docs/KUEUE.md), read by `list_adopted`
+        self.adopted_caches = tuple(
+            ResourceCache(
+                f"{kind.plural}.{kind.group}",
+                partial(
+                    self._custom.list_cluster_custom_object, kind.group, kind.version, kind.plural
+                ),
+                watch,
+                clock,
+            )
+            for kind in adopted.KINDS
         )
 
     def __repr__(self) -> str:

@@ -3,7 +3,7 @@ and PyTorchJobs listed, read, patched (unsuspend, suspend, restore), their statu
 and Events created about them. A mixin of `KubernetesDriver`, which provides the API clients
 and the calls' error handling; the bodies come from `queues.clusters.adopted`.
 
-One method lists them (`list_adopted`); a watch cache may take its place.
+One method lists them (`list_adopted`), from a watch per kind kept across cycles.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from kubernetes import client as k8s
 
 from queues.clusters import adopted
 from queues.clusters.base import WorkloadConflict
+from queues.clusters.watch import KindAbsent, ResourceCache
 
 logger = logging.getLogger(__name__)
 
@@ -30,6 +31,7 @@ class AdoptedWorkloadCalls:
 
     _core: k8s.CoreV1Api
     _custom: k8s.CustomObjectsApi
+    adopted_caches: tuple[ResourceCache[Any], ...]  # one per kind of adopted.KINDS
 
     if TYPE_CHECKING:
 
@@ -46,27 +48,23 @@ class AdoptedWorkloadCalls:
         def _job_pods(self, job_id: str, namespace: str) -> list[Manifest]: ...
 
     def list_adopted(self) -> adopted.Listing:
-        """Every Job, JobSet and PyTorchJob with a queue label, in every namespace (one LIST
-        per kind). A kind whose CRD is not installed (404) or that the platform may not list
-        (403: a ClusterRole from before the intake) is left out of `kinds`, and the cluster
-        stays healthy for the platform's own jobs."""
+        """Every Job, JobSet and PyTorchJob with a queue label, in every namespace, as the
+        kinds' watches (`adopted_caches`, kept across cycles) last saw them. A kind whose CRD
+        is not installed (404) or that the platform may not list (403: a ClusterRole from
+        before the intake) is left out of `kinds`, and the cluster stays healthy for the
+        platform's own jobs; any other failure is the cluster's (`ClusterUnavailable`)."""
         objects: list[Manifest] = []
         kinds: set[str] = set()
-        for kind in adopted.KINDS:
-            listed = self._read_or_none(
-                f"list {kind.plural}.{kind.group}",
-                lambda kind=kind: self._custom.list_cluster_custom_object(  # type: ignore[misc]
-                    kind.group, kind.version, kind.plural, **self._raw()
-                ),
-                tolerate=(403, 404),
-            )
-            if listed is None:
+        for kind, cache in zip(adopted.KINDS, self.adopted_caches, strict=True):
+            try:
+                cache.refresh()
+            except KindAbsent:
                 logger.info(
                     "%s.%s: not installed or not allowed; not listed", kind.plural, kind.group
                 )
                 continue
             kinds.add(kind.kind)
-            for item in listed.get("items") or []:
+            for item in cache.items():
                 item.setdefault("kind", kind.kind)  # a list's items need not say it
                 item.setdefault("apiVersion", kind.api_version)
                 if adopted.is_candidate(item):

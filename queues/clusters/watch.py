@@ -71,6 +71,11 @@ class CacheStats:
     bytes: int = 0
 
 
+class KindAbsent(ClusterUnavailable):
+    """The kind cannot be listed at all: its CRD is not installed (404) or the platform may not
+    list it (403). Raised by the first LIST, and again while the backoff after it runs."""
+
+
 class _Gone(Exception):
     """The version to watch from is too old (410): LIST again."""
 
@@ -102,6 +107,7 @@ class ResourceCache(Generic[T]):
         self._failures = 0
         self._retry_at: float | None = None
         self._last_error = ""
+        self._absent = False  # the last failure was `KindAbsent`
 
     def __repr__(self) -> str:
         return f"ResourceCache({self.kind!r}, {len(self._objects)} objects, v={self._version!r})"
@@ -134,6 +140,8 @@ class ResourceCache(Generic[T]):
         """Bring the cache up to date; `ClusterUnavailable` when the kind cannot be followed now."""
         wait = self.retry_in
         if wait > 0:
+            if self._absent:
+                raise KindAbsent(self._last_error)
             raise ClusterUnavailable(
                 f"{self._last_error} (watch of {self.kind} lost: {self._failures} failure(s) "
                 f"in a row, next attempt in {wait:.0f} s)"
@@ -146,6 +154,7 @@ class ResourceCache(Generic[T]):
             delay = settings.backoff_seconds * 2 ** min(self._failures - 1, 30)
             self._retry_at = self._clock() + min(delay, settings.backoff_max_seconds)
             self._last_error = str(error)
+            self._absent = isinstance(error, KindAbsent)
             raise
         self._failures = 0
         self._retry_at = None
@@ -265,6 +274,10 @@ class ResourceCache(Generic[T]):
         except ApiException as error:
             if error.status == GONE and action == "watch":
                 raise _Gone() from None
+            if error.status in (403, 404) and action == "list":
+                raise KindAbsent(
+                    f"list {self.kind}: HTTP {error.status}: not installed or not allowed"
+                ) from None
             raise ClusterUnavailable(
                 f"{action} {self.kind}: HTTP {error.status} {error.reason or ''}".rstrip()
             ) from None

@@ -120,14 +120,15 @@ def driver_calls(methods: tuple[str, ...] = ()) -> set[tuple[str, str, str]]:
     else:
         scopes = list(trees)
     calls = set()
-    followed = {
-        id(arg)
+    followed = {  # the list functions handed to a ResourceCache, also inside a partial(...)
+        id(inner)
         for tree in trees
         for node in ast.walk(tree)
         if isinstance(node, ast.Call)
         and isinstance(node.func, ast.Name)
         and node.func.id == "ResourceCache"
         for arg in node.args
+        for inner in ast.walk(arg)
     }
     for node in (node for scope in scopes for node in ast.walk(scope)):
         if not (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute)):

@@ -45,9 +45,28 @@ def test_a_kind_the_platform_may_not_list_is_skipped_and_the_cluster_stays_usabl
 
     assert listing.kinds == {"Job", "PyTorchJob"}  # its objects are not taken for deleted
     assert [o["kind"] for o in listing.objects] == ["Job"]
-    cluster.fail(kmock.action.LIST, JOBS, status=500)
+    cluster.fail(kmock.action.WATCH, JOBS, status=500)  # the kind is followed by a watch now
     with pytest.raises(ClusterUnavailable):
         driver.list_adopted()
+
+
+def test_the_kinds_are_listed_once_then_watched_and_a_new_workload_is_seen(
+    cluster: EmulatedCluster, driver: KubernetesDriver
+) -> None:
+    kw.apply(cluster, kw.batch_job())
+    assert [o["kind"] for o in driver.list_adopted().objects] == ["Job"]
+    lists_before = [cache.stats.lists for cache in driver.adopted_caches]
+
+    later = kw.batch_job()
+    later["metadata"]["name"], later["metadata"]["uid"] = "second", "uid-second"
+    kw.apply(cluster, later)
+    listing = driver.list_adopted()
+
+    assert sorted(o["metadata"]["name"] for o in listing.objects) == sorted(
+        [kw.batch_job()["metadata"]["name"], "second"]
+    )
+    assert [cache.stats.lists for cache in driver.adopted_caches] == lists_before  # no LIST
+    assert sum(cache.stats.watches for cache in driver.adopted_caches) >= 3
 
 
 def test_a_workload_replaced_by_another_of_the_same_name_is_not_admitted(
