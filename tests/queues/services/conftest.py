@@ -3,18 +3,19 @@ cohort (8 H100 nominal each), three service classes, and a controllable cycle cl
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
-from queues.models import (
-    Job,
-)
+from queues.models import Cluster, Job, Node
 from queues.services import submit_job
-from tests.queues.services.helpers import T0, build_world
+from tests.queues.clusters.k8s_emulator import TOKEN, EmulatedCluster
+from tests.queues.services.helpers import T0, build_world, later
+
+H100_NODE_LABELS = {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3", "rack": "r1"}
 
 
 @pytest.fixture(autouse=True)
@@ -72,3 +73,26 @@ def submit(world: SimpleNamespace) -> Callable[..., Job]:
 @pytest.fixture
 def reload() -> Callable[[Job], Job]:
     return lambda job: Job.objects.select_related("runtime").get(pk=job.pk)
+
+
+@pytest.fixture
+def api() -> Iterator[EmulatedCluster]:
+    """kmock's Kubernetes API emulator with two 8-GPU H100 nodes (a module may define its own)."""
+    emulated = EmulatedCluster()
+    try:
+        emulated.add_node("gpu-a", {"nvidia.com/gpu": "8"}, H100_NODE_LABELS)
+        emulated.add_node("gpu-b", {"nvidia.com/gpu": "8"}, H100_NODE_LABELS)
+        yield emulated
+    finally:
+        emulated.close()
+
+
+@pytest.fixture
+def k8s_world(world: SimpleNamespace, api: EmulatedCluster, cycle: Callable[..., Any]) -> Any:
+    """The world's cluster made a Kubernetes cluster on `api`, its nodes read by one cycle."""
+    Node.objects.filter(cluster=world.cluster).delete()
+    Cluster.objects.filter(pk=world.cluster.pk).update(
+        driver=Cluster.Driver.KUBERNETES, api_url=api.url, token=TOKEN, verify_tls=False
+    )
+    cycle(later(-60))  # the nodes, read from the API (submissions are checked against them)
+    return world

@@ -12,8 +12,8 @@ import kmock
 import pytest
 
 from accounting.models import UsageRecord
-from queues.models import Cluster, Job, Node
-from tests.queues.clusters.k8s_emulator import PODS, TOKEN, EmulatedCluster, validate_manifest
+from queues.models import Cluster, Job
+from tests.queues.clusters.k8s_emulator import PODS, EmulatedCluster, validate_manifest
 from tests.queues.services.helpers import T0, kinds, last_message, later
 
 H100 = {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3", "rack": "r1"}
@@ -25,27 +25,6 @@ WEBHOOK = (
     'admission webhook "validation.gatekeeper.sh" denied the request: '
     "[must-have-owner] you must provide labels: {owner}"
 )
-
-
-@pytest.fixture
-def api():
-    emulated = EmulatedCluster()
-    try:
-        emulated.add_node("gpu-a", {"nvidia.com/gpu": "8"}, H100)
-        emulated.add_node("gpu-b", {"nvidia.com/gpu": "8"}, H100)
-        yield emulated
-    finally:
-        emulated.close()
-
-
-@pytest.fixture
-def k8s_world(world, api, cycle):
-    Node.objects.filter(cluster=world.cluster).delete()
-    Cluster.objects.filter(pk=world.cluster.pk).update(
-        driver=Cluster.Driver.KUBERNETES, api_url=api.url, token=TOKEN, verify_tls=False
-    )
-    cycle(later(-60))  # the nodes, read from the API (submissions are checked against them)
-    return world
 
 
 @pytest.fixture(autouse=True)

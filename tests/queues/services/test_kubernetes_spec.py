@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from queues.models import Cluster, Job, Node
+from queues.models import Job
 from queues.services import submit_job
-from tests.queues.clusters.k8s_emulator import TOKEN, EmulatedCluster, validate_manifest
-from tests.queues.services.helpers import T0, later
+from tests.queues.clusters.k8s_emulator import EmulatedCluster, validate_manifest
+from tests.queues.services.helpers import T0
 
 H100 = {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3", "rack": "r1"}
 SPEC = {
@@ -57,27 +57,6 @@ spec:
   - {name: ckpt, persistentVolumeClaim: {claimName: checkpoints}}
   - {name: dshm, emptyDir: {medium: Memory, sizeLimit: 8Gi}}
 """
-
-
-@pytest.fixture
-def api():
-    emulated = EmulatedCluster()
-    try:
-        emulated.add_node("gpu-a", {"nvidia.com/gpu": "8"}, H100)
-        emulated.add_node("gpu-b", {"nvidia.com/gpu": "8"}, H100)
-        yield emulated
-    finally:
-        emulated.close()
-
-
-@pytest.fixture
-def k8s_world(world, api, cycle):
-    Node.objects.filter(cluster=world.cluster).delete()
-    Cluster.objects.filter(pk=world.cluster.pk).update(
-        driver=Cluster.Driver.KUBERNETES, api_url=api.url, token=TOKEN, verify_tls=False
-    )
-    cycle(later(-60))  # the nodes, read from the API (submissions are checked against them)
-    return world
 
 
 @pytest.fixture(autouse=True)
