@@ -17,7 +17,9 @@ from gpusched.check.share import pool_of
 from gpusched.check.victims import check_promises, check_victim
 from gpusched.sim.scenario import JobSpec, QueueSpec, Scenario, ServiceClassSpec
 
-STOP_REASONS = ("reclaim", "fair-share", "priority", "node-failure", "max-runtime")
+STOP_REASONS = (
+    "reclaim", "fair-share", "priority", "node-failure", "node-drain", "max-runtime"
+)  # fmt: skip
 PROTECTED_REASONS = ("reclaim", "fair-share", "priority")
 """Reasons that must respect non-preemptible classes and ``min_runtime``."""
 EVENT_TYPES = (
@@ -67,6 +69,7 @@ class Replay:
                 self.labels[node.name] = node.labels
         self.failed: set[str] = set()
         self.cordoned: set[str] = set()
+        self.draining: set[str] = set()
         self.running: dict[str, Alloc] = {}
         self.stopping: list[tuple[float, Alloc]] = []
         self.history: dict[str, JobHistory] = defaultdict(JobHistory)
@@ -196,15 +199,23 @@ class Replay:
             self.failed.discard(node)
         elif action == "cordon":
             self.cordoned.add(node)
+        elif action == "drain":
+            self.cordoned.add(node)
+            self.draining.add(node)
         elif action == "uncordon":
             self.cordoned.discard(node)
+            self.draining.discard(node)
 
     def check_failed_nodes(self, t: float) -> None:
+        """No job goes on running on a failed node, nor on a node being drained."""
         for alloc in self.running.values():
             for node in alloc.placement:
-                if node in self.failed and (alloc.job, node) not in self.stranded:
+                if (alloc.job, node) in self.stranded:
+                    continue
+                if node in self.failed or node in self.draining:
                     self.stranded.add((alloc.job, node))
-                    self.fail(t, f"job {alloc.job}", f"still running on failed node {node}")
+                    state = "failed" if node in self.failed else "draining"
+                    self.fail(t, f"job {alloc.job}", f"still running on {state} node {node}")
 
     def event(self, t: float, event: Mapping[str, Any]) -> None:
         kind = event.get("type")
@@ -445,7 +456,7 @@ class Replay:
             self.scenario.until is not None and self.scenario.until < deadline
         )
         disturbed = any(
-            t - EPS <= e.at <= deadline + EPS and e.action in ("fail", "cordon")
+            t - EPS <= e.at <= deadline + EPS and e.action in ("fail", "cordon", "drain")
             for e in self.scenario.events
         )
         return started or cancelled or ended or disturbed

@@ -1,9 +1,10 @@
 """Failures (docs/SCHEDULING.md section 4): the stops a cycle makes before any decision.
 
-A job with a worker on a failed node is stopped whole and requeued (``node-failure``); a job past
-its class ``max_runtime`` is stopped and failed (``max-runtime``). Either stop keeps the job's
-GPUs busy, and counted against its queue, through its class grace period; without one they are
-free for this very cycle. A preemptor still waiting for its victims does not start on a node
+A job with a worker on a failed node is stopped whole and requeued (``node-failure``), as is a
+job with a worker on a node an admin drains (``node-drain``, kubectl drain's meaning for the
+platform's own jobs); a job past its class ``max_runtime`` is stopped and failed
+(``max-runtime``). Each stop keeps the job's GPUs busy, and counted against its queue, through
+its class grace period; without one they are free for this very cycle. A preemptor still waiting for its victims does not start on a node
 lost meanwhile: it is stopped at once.
 """
 
@@ -28,7 +29,7 @@ def stop_failed_and_overrun(ctx: CycleContext, book: Bookkeeping) -> list[Runnin
     stopped: list[RunningJob] = []
     timed = {c.name for c in ctx.snapshot.service_classes if c.max_runtime is not None}
     suspects: set[int] = set()
-    for node in cap.failed:
+    for node in (*cap.failed, *cap.draining):
         suspects.update(book.on_node.get(node, ()))
     if timed:
         suspects.update(entries)
@@ -41,6 +42,8 @@ def stop_failed_and_overrun(ctx: CycleContext, book: Bookkeeping) -> list[Runnin
         reason = None
         if cap.failed and not cap.failed.isdisjoint(entry.units):
             reason = "node-failure"
+        elif cap.draining and not cap.draining.isdisjoint(entry.units):
+            reason = "node-drain"
         elif (
             job.service_class in timed
             and cls.max_runtime is not None
@@ -52,7 +55,7 @@ def stop_failed_and_overrun(ctx: CycleContext, book: Bookkeeping) -> list[Runnin
             # stopped whole; its GPUs stay busy (and counted) through its grace period, and
             # without one they are free for this very cycle
             release = now + cls.grace_period
-            ctx.stops.append(Stop(job.name, reason, None, release, reason == "node-failure"))
+            ctx.stops.append(Stop(job.name, reason, None, release, reason != "max-runtime"))
             stopped.append(entry.running)
             if release > now:
                 releases = ctx.releases.setdefault(job.flavor, [])

@@ -32,7 +32,9 @@ __all__ = [
     "Topology",
 ]
 
-STOP_REASONS = ("reclaim", "fair-share", "priority", "node-failure", "max-runtime")
+STOP_REASONS = (
+    "reclaim", "fair-share", "priority", "node-failure", "node-drain", "max-runtime"
+)  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +54,7 @@ class Node:
     labels: Mapping[str, str] = field(default_factory=dict)
     schedulable: bool = True  # False: cordoned or NotReady (running jobs stay)
     failed: bool = False  # True: jobs with a worker here are stopped and requeued
+    draining: bool = False  # True: takes no new work, and its jobs are stopped and requeued
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,6 +30,7 @@ class Layout:
         self.capacity: list[Mapping[str, int]] = []
         self.index: dict[tuple[str, str], int] = {}
         self.failed: set[int] = set()
+        self.draining: set[int] = set()
         # flavor -> cluster -> node indexes (usable nodes exposing the flavor, in name order)
         self.nodes: dict[str, dict[str, list[int]]] = {}
         self.base_free: dict[str, dict[int, int]] = {}
@@ -55,7 +56,9 @@ class Layout:
                         self.domain[lv].append(tuple(values))
                 if node.failed:
                     self.failed.add(i)
-                if node.failed or not node.schedulable:
+                elif node.draining:
+                    self.draining.add(i)
+                if node.failed or node.draining or not node.schedulable:
                     continue
                 for f, units in node.capacity.items():
                     if units <= 0:
@@ -79,6 +82,7 @@ class Capacity:
         self.capacity = layout.capacity
         self.index = layout.index
         self.failed = layout.failed
+        self.draining = layout.draining
         self.nodes = layout.nodes
         self.total = layout.total
         self.domain = layout.domain

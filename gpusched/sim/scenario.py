@@ -42,7 +42,7 @@ DEFAULT_RUNTIME = 3600.0
 _SAFE_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 """``yaml.safe_load``'s loader, in C when libyaml is there (10x faster on large scenarios)."""
 
-NODE_ACTIONS = ("fail", "recover", "cordon", "uncordon")
+NODE_ACTIONS = ("fail", "recover", "cordon", "drain", "uncordon")
 JOB_ACTIONS = ("cancel",)
 
 

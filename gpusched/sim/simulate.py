@@ -135,7 +135,7 @@ class Simulator:
         self.node_cluster: dict[str, str] = {}
         for c in scenario.clusters:
             for n in c.nodes:
-                self.node_state[(c.name, n.name)] = {"failed": False, "cordoned": False}
+                self.node_state[(c.name, n.name)] = {"failed": False, "cordoned": False, "draining": False}
                 self.node_cluster.setdefault(n.name, c.name)
         self.clusters = self._build_clusters()
         self.decayed = {q.name: 0.0 for q in scenario.queues}  # in the scenario's order
@@ -180,6 +180,7 @@ class Simulator:
                         dict(n.labels),
                         schedulable=not (st["failed"] or st["cordoned"]),
                         failed=st["failed"],
+                        draining=st["draining"],
                     )
                 )
             out.append(Cluster(c.name, tuple(nodes)))
@@ -473,8 +474,10 @@ class Simulator:
                 st["failed"] = False
             elif action == "cordon":
                 st["cordoned"] = True
-            elif action == "uncordon":
-                st["cordoned"] = False
+            elif action == "drain":  # cordoned, and its jobs stopped and requeued
+                st["cordoned"] = st["draining"] = True
+            elif action == "uncordon":  # ends a drain too, as kubectl uncordon
+                st["cordoned"] = st["draining"] = False
             self.clusters = self._build_clusters()
             self.available = self.available_geq()
             self.report.event(t, "node", node=node, action=action)

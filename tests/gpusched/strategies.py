@@ -145,7 +145,8 @@ def _events(draw: st.DrawFn, nodes: list[str], jobs: list[str]) -> list[dict[str
     if draw(st.booleans()):
         node = draw(st.sampled_from(nodes))
         at = draw(st.integers(0, 3000))
-        events.append({"at": at, "node": node, "action": "cordon"})
+        events.append({"at": at, "node": node,
+                       "action": draw(st.sampled_from(["cordon", "drain"]))})  # fmt: skip
         events.append({"at": at + draw(st.integers(1, 2000)), "node": node,
                        "action": "uncordon"})  # fmt: skip
     for job in draw(st.lists(st.sampled_from(jobs), max_size=3, unique=True)):

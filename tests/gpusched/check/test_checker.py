@@ -167,6 +167,22 @@ def test_mig_slices_only_on_nodes_that_expose_them() -> None:
     ]
 
 
+def test_a_job_left_running_on_a_drained_node_is_caught() -> None:
+    scenario = _scenario([_job("x")], events=[{"at": 5, "node": "n1", "action": "drain"}])
+    left = [_admit(0, "x", {"n1": 4}), {"t": 1000, "type": "finish", "job": "x"}]
+    assert _check(scenario, left) == ["t=5: job x: still running on draining node n1"]
+    stopped = [
+        _admit(0, "x", {"n1": 4}),
+        {"t": 5, "type": "preempt", "job": "x", "reason": "node-drain"},
+        {"t": 5, "type": "requeue", "job": "x"},
+        _admit(40, "x", {"n2": 4}),
+        {"t": 1040, "type": "finish", "job": "x"},
+    ]
+    assert _check(scenario, stopped) == []
+    back_on_it = [*stopped[:3], _admit(40, "x", {"n1": 4})]
+    assert "t=40: admit x: placed on cordoned node n1" in _check(scenario, back_on_it)
+
+
 def test_admitting_onto_a_failed_node_is_caught() -> None:
     scenario = _scenario([_job("x", submit_at=10)],
                          events=[{"at": 5, "node": "n1", "action": "fail"}])  # fmt: skip

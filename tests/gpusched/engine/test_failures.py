@@ -24,6 +24,44 @@ def test_a_failed_node_stops_every_job_with_a_worker_on_it() -> None:
     ]
 
 
+def test_a_drained_node_stops_and_requeues_its_jobs_and_takes_no_new_work() -> None:
+    node_list = [Node("n0", {"h100": 8}, draining=True), Node("n1", {"h100": 8})]
+    busy = [
+        running("spread", "q", {"n0": 4, "n1": 4}, gpus=4),
+        running("safe", "q", {"n1": 2}, gpus=2),
+    ]
+    result = run_cycle(snapshot(node_list, [queue("q", 16)], busy))
+    assert [(s.job, s.reason, s.requeue) for s in result.stops] == [
+        ("spread", "node-drain", True)
+    ]
+    assert all("n0" not in admit.placement for admit in result.admits)
+
+
+def test_a_drain_lets_the_gang_checkpoint_through_its_grace_period_then_restarts_it_elsewhere(
+) -> None:
+    sc = scenario(
+        [{"name": "gang", "submit_at": 0, "workers": 2, "gpus_per_worker": 8, "duration": 1000}],
+        events=[
+            {"at": 100, "node": "n0", "action": "drain"},
+            {"at": 300, "node": "n0", "action": "uncordon"},
+        ],
+        clusters=[
+            {"name": "main", "nodes": [{"name_prefix": "n", "count": 3, "gpus": {"h100": 8}}]}
+        ],
+        service_classes=[
+            {"name": "std", "priority": 100, "preemptible": True, "grace_period": 20},
+        ],
+    )
+    report = simulate(sc)
+    gang = _events(report, "gang")
+    assert gang[:3] == [(0, "admit"), (100, "preempt"), (120, "requeue")]  # after its grace
+    preempt = next(e for e in report["events"] if e["type"] == "preempt")
+    assert preempt["reason"] == "node-drain"
+    second = next(e for e in report["events"] if e["type"] == "admit" and e["t"] > 0)
+    # restarted elsewhere once its GPUs came free after the grace period, before the uncordon
+    assert "n0" not in second["placement"] and 120 <= second["t"] < 300
+
+
 def test_a_job_past_its_max_runtime_is_stopped_and_not_requeued() -> None:
     limited = ServiceClass("std", priority=100, max_runtime=500)
     classes = (*[c for c in CLASSES if c.name != "std"], limited)

@@ -209,7 +209,7 @@ BAD_INPUTS: list[tuple[str, Edit, str]] = [
         "unknown action",
         set_field("events.1.action", "reboot"),
         "x.yaml: events[1]: field 'action': "
-        "must be one of fail, recover, cordon, uncordon, cancel, got 'reboot'",
+        "must be one of fail, recover, cordon, drain, uncordon, cancel, got 'reboot'",
     ),
 ]
 
