@@ -4,8 +4,8 @@ A job with a worker on a failed node is stopped whole and requeued (``node-failu
 job with a worker on a node an admin drains (``node-drain``, kubectl drain's meaning for the
 platform's own jobs); a job past its class ``max_runtime`` is stopped and failed
 (``max-runtime``). Each stop keeps the job's GPUs busy, and counted against its queue, through
-its class grace period; without one they are free for this very cycle. A preemptor still waiting for its victims does not start on a node
-lost meanwhile: it is stopped at once.
+its class grace period; without one they are free for this very cycle. A preemptor still
+waiting for its victims does not start on a node lost meanwhile: it is stopped at once.
 """
 
 from __future__ import annotations

@@ -135,7 +135,9 @@ class Simulator:
         self.node_cluster: dict[str, str] = {}
         for c in scenario.clusters:
             for n in c.nodes:
-                self.node_state[(c.name, n.name)] = {"failed": False, "cordoned": False, "draining": False}
+                self.node_state[(c.name, n.name)] = {
+                    "failed": False, "cordoned": False, "draining": False
+                }  # fmt: skip
                 self.node_cluster.setdefault(n.name, c.name)
         self.clusters = self._build_clusters()
         self.decayed = {q.name: 0.0 for q in scenario.queues}  # in the scenario's order

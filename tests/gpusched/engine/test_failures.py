@@ -31,14 +31,11 @@ def test_a_drained_node_stops_and_requeues_its_jobs_and_takes_no_new_work() -> N
         running("safe", "q", {"n1": 2}, gpus=2),
     ]
     result = run_cycle(snapshot(node_list, [queue("q", 16)], busy))
-    assert [(s.job, s.reason, s.requeue) for s in result.stops] == [
-        ("spread", "node-drain", True)
-    ]
+    assert [(s.job, s.reason, s.requeue) for s in result.stops] == [("spread", "node-drain", True)]
     assert all("n0" not in admit.placement for admit in result.admits)
 
 
-def test_a_drain_lets_the_gang_checkpoint_through_its_grace_period_then_restarts_it_elsewhere(
-) -> None:
+def test_a_drained_gang_stops_through_its_grace_period_and_restarts_elsewhere() -> None:
     sc = scenario(
         [{"name": "gang", "submit_at": 0, "workers": 2, "gpus_per_worker": 8, "duration": 1000}],
         events=[
