@@ -130,6 +130,34 @@ def limited_free(free: Mapping[int, int], reservation: Reservation) -> dict[int,
     return view
 
 
+def estimated_start_behind(
+    events: list[tuple[float, int, int, str]],
+    free_now: int,
+    need: int,
+    reservation: Reservation,
+    reserved_end: float,
+) -> float | None:
+    """First time, not before the reservation starts, at which ``need`` units of the reserved
+    flavor are free once the reserved job holds its GPUs from ``reservation.start`` to
+    ``reserved_end`` (ignores packing, as ``estimated_free_time``): the estimated start of a
+    job queued behind the reservation, as Slurm's backfill plans the jobs after the first."""
+    held = sum(reservation.units.values())
+    changes = sorted(
+        [(t, u) for t, _i, u, _q in events]
+        + [(reservation.start, -held), (max(reserved_end, reservation.start), held)]
+    )
+    free = free_now
+    k = 0
+    while k < len(changes):
+        t = changes[k][0]
+        while k < len(changes) and changes[k][0] == t:  # every change at one time together
+            free += changes[k][1]
+            k += 1
+        if t >= reservation.start and free >= need:
+            return t
+    return None
+
+
 def estimated_free_time(
     events: list[tuple[float, int, int, str]], free_now: int, need: int
 ) -> float | None:

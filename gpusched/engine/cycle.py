@@ -17,11 +17,12 @@ from typing import Literal
 from gpusched.engine import explain
 from gpusched.engine.backfill import (
     estimated_free_time,
+    estimated_start_behind,
     find_reservation,
     limited_free,
     release_schedule,
 )
-from gpusched.engine.context import build_context
+from gpusched.engine.context import Reservation, build_context
 from gpusched.engine.explain import PendingInfo
 from gpusched.engine.growth import grow
 from gpusched.engine.memo import Blocked, WalkMemo
@@ -379,6 +380,15 @@ class _Cycle:
         ctx.reservation = find_reservation(ctx, job, flavors)
 
     # -- explanations --------------------------------------------------------------------------
+    def _reserved_end(self, ranked: list[JobFacts], reservation: Reservation) -> float | None:
+        """When the reserved job is expected to end if it starts at the reservation."""
+        ctx = self.ctx
+        job = next((f.job for f in ranked if f.job.name == reservation.job), None)
+        if job is None:
+            return None
+        cls = ctx.cls(job.service_class)
+        return reservation.start + ctx.runtime_of(job.estimated_runtime, cls)
+
     def explain_pending(self, ranked: list[JobFacts], pending: set[str]) -> None:
         ctx = self.ctx
         borrowing_shapes = None if self.policy.fifo_order else self.ranker.borrowing_shapes
@@ -387,6 +397,7 @@ class _Cycle:
         schedules: dict[str, list[tuple[float, int, int, str]]] = {}
         free_of: dict[str, tuple[int, int]] = {}
         reservation = ctx.reservation
+        reserved_end = None if reservation is None else self._reserved_end(ranked, reservation)
         for facts in ranked:
             job = facts.job
             if job.name not in pending:
@@ -408,6 +419,14 @@ class _Cycle:
                 estimate = reservation.start
             elif reason == explain.BEHIND_RESERVATION and reservation is not None:
                 blocker = reservation.job
+                if flavor == reservation.flavor and reserved_end is not None:
+                    if flavor not in schedules:
+                        schedules[flavor] = release_schedule(ctx, flavor)
+                    estimate = estimated_start_behind(
+                        schedules[flavor], ctx.cap.free_total(flavor),
+                        (job.min_workers or job.workers) * job.gpus_per_worker,
+                        reservation, reserved_end,
+                    )  # fmt: skip
             need = (job.min_workers or job.workers) * job.gpus_per_worker
             if flavor not in free_of:
                 free_of[flavor] = (ctx.cap.free_total(flavor), ctx.cap.largest_block(flavor))

@@ -44,6 +44,16 @@ def test_backfill_never_delays_the_reservation() -> None:
     assert "would delay job gang" in info.message
 
 
+def test_a_job_behind_the_reservation_is_estimated_to_start_when_the_reserved_job_ends() -> None:
+    """12 GPUs free at t=1000 and the 4 free now all go to the 16-GPU gang, which runs 500 s:
+    the 2-GPU job behind it starts at 1500 (Slurm plans the jobs after the first the same way);
+    before, it had no estimate at all."""
+    result = run_cycle(_blocked_gang(("long", 5000)))
+    info = result.pending["long"]
+    assert info.reason == "behind-reservation" and info.estimated_start == 1500
+    assert "Estimated start: t=1500" in info.message
+
+
 def test_greedy_skips_the_blocked_gang_without_reserving() -> None:
     result = run_cycle(_blocked_gang(("long", 5000)), "greedy")
     assert [a.job for a in result.admits] == ["long"]

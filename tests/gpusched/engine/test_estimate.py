@@ -106,7 +106,8 @@ def test_a_job_held_back_by_a_reservation_names_the_blocker_and_its_position() -
     assert result.outcome == WAIT and result.reason == explain.BEHIND_RESERVATION
     assert result.pending is not None
     assert (result.pending.blocker, result.pending.position) == ("big", 2)
-    assert result.estimated_start is None
+    # big is reserved at 1400 (x's estimated end) and runs the default 3600 s: j starts after
+    assert result.estimated_start == 5000
     # the same job, short enough to end before the reservation, backfills now
     short = estimate(snap, pending("j", "a", gpus=2, submitted_at=500, estimated_runtime=100))
     assert short.outcome == START and short.pending is None

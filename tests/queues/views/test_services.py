@@ -170,10 +170,13 @@ def test_estimate_that_waits_gives_wall_clock_times_and_names_jobs_not_engine_id
         queue_a, service_class_std, flavor_h100, researcher_a,
         gpus_per_worker=4, estimated_runtime=7200,
     )  # fmt: skip
-    assert (held.outcome, held.reason, held.estimated_start) == ("wait", "behind-reservation", None)
+    assert (held.outcome, held.reason) == ("wait", "behind-reservation")
+    # big starts at first's end and runs its 3600 s (60 wall-clock seconds): then this one
+    assert held.estimated_start == later(2 + 60 + 60)
     assert held.message == (
         f"Would be #2 in queue team-a/main. Held back: starting now on the free h100 would "
-        f"delay job big (#{big.pk}), which ranks higher and holds a reservation."
+        f"delay job big (#{big.pk}), which ranks higher and holds a reservation. "
+        "Estimated start: 2026-03-02 09:02 UTC."
     )
 
 
