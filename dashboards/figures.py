@@ -401,6 +401,7 @@ REASON_COLOURS = {
     "reclaim": "#2ca02c",
     "fair-share": "#ff7f0e",
     "node-failure": FAILED_COLOUR,
+    "node-drain": "#c49c94",
     "worker-failure": "#9467bd",
     "lost-workers": "#8c564b",
     "missing-workers": "#e377c2",

@@ -39,6 +39,7 @@ from demo.history_rows import HistoryWriter
 from demo.replay import HistorySimulator, scenario_of, world_of
 from demo.workload import DEMO_SEED, JobRequest, draw_requests
 from queues.models import Cluster, Job, Team
+from queues.services import clock
 from queues.services.snapshot import build_snapshot
 
 # The draws' time resolution (the rates follow the time of day and week): every 2 hours of
@@ -131,7 +132,8 @@ def simulate_history(
     requests: list[tuple[datetime, JobRequest]], start: datetime, now: datetime
 ) -> HistorySimulator:
     """Replay the requests through the engine on the platform as it is now (no writes)."""
-    world = world_of(build_snapshot(now).snapshot)
+    # the replay runs on the jobs' own clock: the snapshot's wall seconds back into job seconds
+    world = world_of(build_snapshot(now).snapshot, clock.class_scale())
     scenario = scenario_of(
         world,
         [(at.timestamp(), request) for at, request in requests],

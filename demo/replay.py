@@ -58,9 +58,15 @@ class World:
     unavailable: tuple[tuple[str, str], ...] = ()  # (node, "fail" or "cordon") from the start
 
 
-def world_of(snapshot: Snapshot) -> World:
+def world_of(snapshot: Snapshot, scale: float = 1.0) -> World:
     """The world of a live snapshot (``queues.services.snapshot.build_snapshot``): the replay
-    sees the platform exactly as the live cycle does."""
+    sees the platform exactly as the live cycle does, on the jobs' own clock: the snapshot's
+    class durations and default runtime, in wall seconds (``scale`` wall seconds per job
+    second, queues/services/clock.py), are turned back into job seconds."""
+
+    def job_seconds(wall: float) -> float:
+        return wall / scale
+
     unavailable = tuple(
         (node.name, "fail" if node.failed else "cordon")
         for cluster in snapshot.clusters
@@ -79,9 +85,9 @@ def world_of(snapshot: Snapshot) -> World:
                 priority=c.priority,
                 preemptible=c.preemptible,
                 can_borrow=c.can_borrow,
-                min_runtime=c.min_runtime,
-                grace_period=c.grace_period,
-                max_runtime=c.max_runtime,
+                min_runtime=job_seconds(c.min_runtime),
+                grace_period=job_seconds(c.grace_period),
+                max_runtime=None if c.max_runtime is None else job_seconds(c.max_runtime),
             )
             for c in snapshot.service_classes
         ),
@@ -100,7 +106,7 @@ def world_of(snapshot: Snapshot) -> World:
         ),
         topology_levels=snapshot.topology_levels,
         half_life=snapshot.half_life,
-        default_runtime=snapshot.default_runtime,
+        default_runtime=job_seconds(snapshot.default_runtime),
         unavailable=unavailable,
     )
 

@@ -217,7 +217,7 @@ class ClusterAdminForm(forms.ModelForm):  # type: ignore[type-arg]
 class NodeInline(admin.TabularInline):  # type: ignore[type-arg]
     model = Node
     extra = 0
-    fields = ["name", "capacity", "labels", "schedulable", "ready"]
+    fields = ["name", "capacity", "labels", "schedulable", "ready", "cordoned", "draining"]
 
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return access.is_platform_admin(request.user)
@@ -241,8 +241,8 @@ class ClusterAdmin(PlatformModelAdmin):
 
 @admin.register(Node)
 class NodeAdmin(PlatformModelAdmin):
-    list_display = ["name", "cluster", "capacity", "schedulable", "ready"]
-    list_filter = ["cluster", "schedulable", "ready"]
+    list_display = ["name", "cluster", "capacity", "schedulable", "ready", "cordoned", "draining"]
+    list_filter = ["cluster", "schedulable", "ready", "cordoned", "draining"]
     search_fields = ["name", "cluster__name"]
     actions = ["fail_node", "recover_node"]
 

@@ -52,6 +52,7 @@ EVICTION_REASONS = {
     "fair-share": "Preempted",
     "priority": "Preempted",
     "node-failure": "NodeFailures",
+    "node-drain": "NodeFailures",  # Kueue's reason for workloads evicted off unusable nodes
     "max-runtime": "Deactivated",
 }
 CQ_STATUSES = ("pending", "active", "terminating")

@@ -137,7 +137,9 @@ class DatabaseCollector:
             for choice in Cluster.Status.values:
                 status.add_metric([cluster.name, choice], 1.0 if cluster.status == choice else 0)
         totals: dict[tuple[str, str], int] = defaultdict(int)
-        for node in Node.objects.filter(ready=True, schedulable=True).select_related("cluster"):
+        for node in Node.objects.filter(
+            ready=True, schedulable=True, cordoned=False, draining=False
+        ).select_related("cluster"):
             for flavor, units in node.capacity.items():
                 totals[(node.cluster.name, flavor)] += int(units)
         for key in sorted(totals):

@@ -84,4 +84,4 @@ class NodeFilterSet(filters.FilterSet):
 
     class Meta:
         model = Node
-        fields = ["cluster", "ready", "schedulable"]
+        fields = ["cluster", "ready", "schedulable", "cordoned", "draining"]

@@ -270,5 +270,8 @@ class NodeSerializer(StrictModelSerializer[Node]):
 
     class Meta:
         model = Node
-        fields = ["id", "cluster", "name", "labels", "capacity", "schedulable", "ready"]
+        fields = [
+            "id", "cluster", "name", "labels", "capacity", "schedulable", "ready", "cordoned",
+            "draining",
+        ]  # fmt: skip
         read_only_fields = fields

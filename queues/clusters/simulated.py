@@ -5,7 +5,8 @@ admin site); its workloads are ``SimulatedWorkload`` rows. A launched job "runs"
 ``duration_hint`` of simulated seconds (else a duration drawn deterministically from its
 estimate), in time accelerated ``SIMULATION_SPEED`` times, then succeeds, or fails for a
 deterministic ``SIMULATION_FAILURE_RATE`` share of runs (decided per job id and attempt, so a
-rerun of the same job can succeed). Stops honour the grace period, accelerated as well.
+rerun of the same job can succeed). A stop takes the grace period it is given, which is in
+wall-clock seconds already (the live snapshot converted the class's job seconds: clock.py).
 """
 
 from __future__ import annotations
@@ -246,7 +247,7 @@ class SimulatedDriver:
         if grace_period_seconds < 0:
             raise InvalidSpec(f"grace_period_seconds: must be >= 0, got {grace_period_seconds}")
         now = self.now()
-        gone = now + timedelta(seconds=grace_period_seconds / self.speed)
+        gone = now + timedelta(seconds=grace_period_seconds)  # wall seconds (see above)
         SimulatedWorkload.objects.filter(
             cluster_id=self.cluster_id, job_id=job_id, stop_requested_at__isnull=True
         ).update(stop_requested_at=now, gone_at=gone)

@@ -292,8 +292,20 @@ class Node(models.Model):
         help_text="Units per flavor name held by pods the platform did not create (other "
         "workloads on a shared node), as the cluster last reported them.",
     )
-    schedulable = models.BooleanField(default=True, help_text="False when cordoned.")
+    schedulable = models.BooleanField(
+        default=True, help_text="False when the cluster reports it cordoned (spec.unschedulable)."
+    )
     ready = models.BooleanField(default=True)
+    cordoned = models.BooleanField(
+        default=False,
+        help_text="Cordoned by a platform admin: the platform places no new work here. The "
+        "cluster's own node is left as it is (the platform needs no write access to nodes).",
+    )
+    draining = models.BooleanField(
+        default=False,
+        help_text="Drained by a platform admin: cordoned, and the platform's jobs with a worker "
+        "here are stopped through their grace period and requeued. Uncordon ends it.",
+    )
 
     class Meta:
         ordering = ["cluster__name", "name"]
@@ -307,6 +319,12 @@ class Node(models.Model):
 
     def __str__(self) -> str:
         return f"{self.cluster.name}/{self.name}"
+
+    @property
+    def takes_work(self) -> bool:
+        """Whether the platform may place new work here: Ready, and cordoned neither by the
+        cluster nor by a platform admin (nor drained)."""
+        return self.ready and self.schedulable and not (self.cordoned or self.draining)
 
     def usable_capacity(self) -> dict[str, int]:
         """What the platform may place on the node, per flavor: capacity less other workloads."""

@@ -110,21 +110,24 @@ class Applier:
             their_queue=queue_key(preemptor.queue) if preemptor is not None else "?",
             mine=queue_key(job.queue),
             preemptor_class=(cls.name, cls.priority) if cls is not None else None,
-            failed_nodes=self._failed_nodes(job) if decision.reason == "node-failure" else (),
+            failed_nodes=self._lost_nodes(job, decision.reason),
             service_class=job.service_class.name,
             max_runtime=job.service_class.max_runtime,
         )
 
-    def _failed_nodes(self, job: Job) -> list[str]:
+    def _lost_nodes(self, job: Job, reason: str) -> list[str]:
+        """The job's nodes that failed (``node-failure``) or are drained (``node-drain``)."""
+        if reason not in ("node-failure", "node-drain"):
+            return []
         cluster = job.cluster.name if job.cluster is not None else ""
-        failed = {
+        lost = {
             n.name
             for c in self.live.snapshot.clusters
             if c.name == cluster
             for n in c.nodes
-            if n.failed
+            if (n.failed if reason == "node-failure" else n.draining)
         }
-        return sorted(set(job.placement) & failed)
+        return sorted(set(job.placement) & lost)
 
     # -- scales --------------------------------------------------------------------------------
     def scale(self, decision: engine.Scale) -> None:

@@ -1,14 +1,17 @@
 """One clock for everything a person reads: the wall clock.
 
-A job's runtimes (its ``estimated_runtime``, a class's ``max_runtime``, ``DEFAULT_JOB_RUNTIME``)
-are in the job's own seconds: how long it would run on real GPUs. A simulated cluster runs its
+A job's runtimes (its ``estimated_runtime``, ``DEFAULT_JOB_RUNTIME``) and a class's durations
+(``max_runtime``, ``min_runtime``, ``grace_period``) are in the job's own seconds: how long it
+would run, stay protected or checkpoint on real GPUs. A simulated cluster runs its
 jobs ``SIMULATION_SPEED`` times faster (queues/clusters/simulated.py), so there a job of
 ``estimated_runtime`` 4 h is over in 4 wall-clock minutes at 60x, and is charged for 4 minutes.
 The engine plans on the wall clock (the cycle's ``now``), so the live snapshot converts the
 runtimes of jobs on simulated clusters into wall seconds (``wall_seconds``); estimated starts,
-runtime labels and charges then agree. A pending job's runtime is converted when every cluster
-is simulated (``pending_scale``): where it will run is not known yet, and a platform with one
-real cluster plans pending jobs in real time.
+runtime labels and charges then agree. A pending job's runtime, and the classes' durations,
+are converted when every cluster is simulated (``pending_scale``, ``class_scale``): where a job
+will run is not known yet, and a platform with one real cluster plans in real time. So at 60x
+a class's 300 s grace period holds a stopped job's GPUs 5 wall seconds, as its 4 h runtime
+takes 4 wall minutes; the stop messages and release times say 5 s.
 """
 
 from __future__ import annotations
@@ -34,6 +37,12 @@ def pending_scale(drivers: Iterable[str]) -> float:
     cluster is simulated (the demo), else 1."""
     kinds = set(drivers)
     return cluster_scale(Cluster.Driver.SIMULATED) if kinds == {Cluster.Driver.SIMULATED} else 1.0
+
+
+def class_scale() -> float:
+    """Wall seconds per job second of a class's durations (grace period, min/max runtime): the
+    live snapshot's ``pending_scale`` over every cluster."""
+    return pending_scale(Cluster.objects.values_list("driver", flat=True))
 
 
 def wall_seconds(seconds: float | None, scale: float) -> float | None:

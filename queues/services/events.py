@@ -76,7 +76,7 @@ def submitted(
 
 
 @_builds(Kind.CANCELLED)
-def cancelled(*, by: str, state: str, grace: int = 0, release: datetime | None = None) -> Said:
+def cancelled(*, by: str, state: str, grace: float = 0, release: datetime | None = None) -> Said:
     """Cancelled by ``by`` while the job was in ``state`` (before the move); a job holding GPUs
     stops with ``grace`` seconds, its GPUs free at ``release``."""
     holding = state in (Job.State.ADMITTED, Job.State.RUNNING)

@@ -22,6 +22,7 @@ from django.utils import timezone
 from gpuplatform import access
 from queues.models import Flavor, IllegalTransition, Job, JobRuntime, Queue, ServiceClass
 from queues.models.job_rules import Submission, check_submission, resolved
+from queues.services import clock
 from queues.services import effects as fx
 from queues.services import events as job_events
 from queues.services.transitions import move, set_runtime
@@ -181,7 +182,7 @@ def cancel_job(job: Job, by_user: Any, *, now: datetime | None = None, by: str =
 
 def _cancel(job: Job, by: str, now: datetime) -> bool:
     state, cluster_id, placement = job.state, job.cluster_id, dict(job.placement)
-    grace = job.service_class.grace_period
+    grace = clock.wall_seconds(job.service_class.grace_period, clock.class_scale()) or 0.0
     try:
         runtime = job.runtime
         release = runtime.release_at

@@ -78,9 +78,9 @@ def stopped(
 ) -> str:
     """Why the engine stopped a job (``by``: the preemptor's label)."""
     if release > now:
-        grace = int((release - now).total_seconds())
+        grace = seconds((release - now).total_seconds())
         tail = (
-            f" It stops with a {grace} s grace period (until {clock(release)}), then goes "
+            f" It stops with a {grace} grace period (until {clock(release)}), then goes "
             "back to the queue with its original submission time."
         )
     else:
@@ -108,6 +108,9 @@ def stopped(
             f"Node {nodes} failed: the whole gang is stopped "
             "and requeued with its original submission time."
         )
+    if reason == "node-drain":
+        nodes = ", ".join(failed_nodes) or "of this job"
+        return f"Node {nodes} is being drained by an admin: the whole gang is stopped." + tail
     if reason == "max-runtime":
         return (
             f"Ran longer than the maximum runtime of class {service_class} "
@@ -144,12 +147,17 @@ def worker_failure(detail: str, failures: int, limit: int) -> str:
     )
 
 
-def cancelled(by: str, *, release: datetime | None, grace: int, stopping: bool) -> str:
+def seconds(value: float) -> str:
+    """A wall-clock duration in seconds as a person reads it: "30 s", "0.5 s"."""
+    return f"{round(value, 1):g} s"
+
+
+def cancelled(by: str, *, release: datetime | None, grace: float, stopping: bool) -> str:
     """Cancelled by ``by``: holding GPUs (they are free at ``release``, after ``grace``
     seconds), already ``stopping`` (preempted), or else before it started."""
     if release is not None:
         return (
-            f"Cancelled by {by}: its workers stop with a {grace} s grace period "
+            f"Cancelled by {by}: its workers stop with a {seconds(grace)} grace period "
             f"(GPUs free at {release:%Y-%m-%d %H:%M:%S} UTC)."
         )
     if stopping:

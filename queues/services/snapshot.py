@@ -226,8 +226,8 @@ def build_snapshot(now: datetime) -> LiveSnapshot:
                 priority=c.priority,
                 preemptible=c.preemptible,
                 can_borrow=c.can_borrow,
-                min_runtime=float(c.min_runtime),
-                grace_period=float(c.grace_period),
+                min_runtime=clock.wall_seconds(c.min_runtime, scale) or 0.0,
+                grace_period=clock.wall_seconds(c.grace_period, scale) or 0.0,
                 max_runtime=clock.wall_seconds(c.max_runtime, scale),
             )
             for c in classes.values()
@@ -268,14 +268,18 @@ def build_snapshot(now: datetime) -> LiveSnapshot:
 
 
 def _node(node: Node, cluster: Cluster) -> engine.Node:
-    """A NotReady node counts as failed; a cordoned one, or any node of a cluster that could
-    not be reached this cycle, takes no new work (its running jobs stay)."""
+    """A NotReady node counts as failed; a drained one stops its jobs; a cordoned one (by the
+    cluster or by a platform admin), or any node of a cluster that could not be reached this
+    cycle, takes no new work (its running jobs stay)."""
     return engine.Node(
         name=node.name,
         capacity=node.usable_capacity(),  # less what other workloads hold
         labels=dict(node.labels),
-        schedulable=node.schedulable and cluster.status != Cluster.Status.DEGRADED,
+        schedulable=(
+            node.schedulable and not node.cordoned and cluster.status != Cluster.Status.DEGRADED
+        ),
         failed=not node.ready,
+        draining=node.draining,
     )
 
 

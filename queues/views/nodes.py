@@ -1,5 +1,6 @@
 """A node's page for platform admins: its GPUs per type, MIG layout, state and the jobs holding
-GPUs on it, with cordon / uncordon / fail / recover, each audited (who, when, old -> new)."""
+GPUs on it, with cordon / drain / uncordon / fail / recover (queues.services.nodes), each
+audited (who, when, old -> new)."""
 
 from __future__ import annotations
 
@@ -15,14 +16,7 @@ from audit.history import history_for
 from dashboards.data import holdings
 from gpuplatform import access
 from queues.models import Flavor, Node
-
-# action -> (field, new value, what the message says)
-ACTIONS = {
-    "cordon": ("schedulable", False, "cordoned: it takes no new work, its jobs keep running"),
-    "uncordon": ("schedulable", True, "uncordoned: it takes new work again"),
-    "fail": ("ready", False, "marked failed: the next cycle requeues the jobs on it"),
-    "recover": ("ready", True, "recovered: its GPUs return to the next cycle"),
-}
+from queues.services.nodes import NODE_ACTIONS, apply_node_action
 
 
 @login_required
@@ -61,19 +55,12 @@ def node_detail(request: HttpRequest, pk: int) -> HttpResponse:
 @require_POST
 def node_action(request: HttpRequest, pk: int, action: str) -> HttpResponse:
     access.require_platform_admin(request.user)
-    if action not in ACTIONS:
+    if action not in NODE_ACTIONS:
         raise Http404("No such action.")
     node = get_object_or_404(Node.objects.select_related("cluster"), pk=pk)
-    field, value, said = ACTIONS[action]
-    old = getattr(node, field)
-    if old != value:
-        Node.objects.filter(pk=node.pk).update(**{field: value})
-        audit.record_changes(
-            request.user, node, {field: old}, {field: value}, label=f"node {node.cluster}/{node}"
-        )
-        if field == "ready":
-            from queues.services.jobs import queue_cycle
-
-            queue_cycle()
+    before, after = apply_node_action(node, action)
+    if after:
+        audit.record_changes(request.user, node, before, after, label=f"node {node}")
+    said = NODE_ACTIONS[action].said
     messages.success(request, f"Node {node.cluster}/{node.name} {said}.")
     return redirect("node-detail", pk=node.pk)

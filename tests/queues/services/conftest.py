@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from queues.models import Cluster, Job, Node
+from queues.models import Cluster, Job, Node, ServiceClass
 from queues.services import submit_job
 from tests.queues.clusters.k8s_emulator import TOKEN, EmulatedCluster
 from tests.queues.services.helpers import T0, build_world, later
@@ -89,7 +89,9 @@ def api() -> Iterator[EmulatedCluster]:
 
 @pytest.fixture
 def k8s_world(world: SimpleNamespace, api: EmulatedCluster, cycle: Callable[..., Any]) -> Any:
-    """The world's cluster made a Kubernetes cluster on `api`, its nodes read by one cycle."""
+    """The world's cluster made a Kubernetes cluster on `api`, its nodes read by one cycle.
+    A Kubernetes cluster runs in real time: class spot's grace period is 30 s there too."""
+    ServiceClass.objects.filter(name="spot").update(grace_period=30)
     Node.objects.filter(cluster=world.cluster).delete()
     Cluster.objects.filter(pk=world.cluster.pk).update(
         driver=Cluster.Driver.KUBERNETES, api_url=api.url, token=TOKEN, verify_tls=False

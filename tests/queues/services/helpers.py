@@ -40,7 +40,8 @@ def last_message(job: Job, kind: str) -> str:
 def build_world() -> SimpleNamespace:
     h100 = Flavor.objects.create(name="h100", resource="nvidia.com/gpu", gpu_equivalent=1.0)
     standard = ServiceClass.objects.create(name="standard", priority=100, min_runtime=0)
-    spot = ServiceClass.objects.create(name="spot", priority=10, grace_period=30)
+    # 1800 job seconds: 30 wall-clock seconds at SIMULATION_SPEED 60 (queues/services/clock.py)
+    spot = ServiceClass.objects.create(name="spot", priority=10, grace_period=1800)
     production = ServiceClass.objects.create(
         name="production", priority=1000, preemptible=False, can_borrow=False
     )

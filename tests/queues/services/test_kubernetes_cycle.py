@@ -113,3 +113,36 @@ def test_node_rows_follow_the_api_and_a_vanished_node_turns_not_ready(
     nodes = {n.name: n for n in Node.objects.filter(cluster=k8s_world.cluster)}
     assert not nodes["gpu-a"].schedulable and nodes["gpu-a"].ready
     assert not nodes["gpu-b"].ready
+
+
+def test_a_platform_cordon_outlives_the_clusters_sync_and_a_drain_moves_the_job(
+    k8s_world, api, submit, cycle, reload
+):
+    """The platform's cordon and drain are its own: the next sync, which rewrites the node rows
+    from the API (where the node is schedulable), keeps them."""
+    from queues.services.nodes import apply_node_action
+
+    cycle(T0)
+    job = submit(gpus=8, at=later(0.5))
+    cycle(later(0.5))
+    job = reload(job)
+    set_phase(api, pods_of(api, job), "Running")
+    cycle(later(1))
+    first = next(iter(reload(job).placement))
+    other = "gpu-b" if first == "gpu-a" else "gpu-a"
+    apply_node_action(Node.objects.get(cluster=k8s_world.cluster, name=other), "cordon")
+    apply_node_action(Node.objects.get(cluster=k8s_world.cluster, name=first), "drain")
+
+    cycle(later(2))  # the drain stops the job; the sync kept both marks
+    nodes = {n.name: n for n in Node.objects.filter(cluster=k8s_world.cluster)}
+    assert nodes[other].cordoned and nodes[first].draining and nodes[first].schedulable
+    assert reload(job).state == Job.State.PENDING  # no grace period: requeued at once
+    assert pods_of(api, job) == {}  # its pod deleted
+    for step in range(3, 12):
+        cycle(later(step * 10))
+    assert reload(job).state == Job.State.PENDING  # both nodes are out of bounds: it waits
+
+    apply_node_action(Node.objects.get(cluster=k8s_world.cluster, name=other), "uncordon")
+    cycle(later(200))
+    job = reload(job)
+    assert job.state == Job.State.ADMITTED and set(job.placement) == {other}

@@ -238,3 +238,23 @@ def test_higher_priority_job_preempts_a_lower_priority_job_of_its_own_queue(
         "of the same queue." in last_message(low, "preempted")
     )
     assert reload(high).state == Job.State.ADMITTED
+
+
+def test_a_class_min_runtime_is_in_job_seconds_like_its_runtimes(world, submit, cycle, reload):
+    """One clock (issue 24): at SIMULATION_SPEED 60 a class's min_runtime of 600 job seconds
+    protects a job 10 wall-clock seconds, as its 4 h runtime takes 4 wall minutes; before the
+    fix it protected for 600 wall seconds, longer than most of the demo's jobs ran."""
+    ServiceClass.objects.filter(name="spot").update(min_runtime=600)
+    borrower = submit(team="b", cls="spot", gpus=8, workers=2, name="borrower")
+    cycle(T0)
+    cycle(later(1))
+    assert reload(borrower).state == Job.State.RUNNING
+    owner = submit(team="a", gpus=8, name="owner", at=later(5))
+
+    cycle(later(6))  # started at 09:00:01, protected until 09:00:11
+    assert reload(borrower).state == Job.State.RUNNING
+    assert reload(owner).state == Job.State.PENDING
+
+    cycle(later(12))  # protection over: reclaimed
+    assert reload(borrower).state == Job.State.PREEMPTED
+    assert reload(owner).state == Job.State.ADMITTED

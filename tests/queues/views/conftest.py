@@ -36,7 +36,8 @@ def _simulation(settings: Any) -> None:
 
 @pytest.fixture
 def spot(db: None) -> ServiceClass:
-    return ServiceClass.objects.create(name="spot", priority=10, grace_period=30)
+    # 1800 job seconds: 30 wall-clock seconds at SIMULATION_SPEED 60 (queues/services/clock.py)
+    return ServiceClass.objects.create(name="spot", priority=10, grace_period=1800)
 
 
 @pytest.fixture
