@@ -8,7 +8,7 @@ only if it ends before the reservation starts, or if it leaves the reserved GPUs
 from __future__ import annotations
 
 import bisect
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from gpusched.engine.context import CycleContext, Reservation
 from gpusched.engine.model import PendingJob
@@ -128,6 +128,18 @@ def limited_free(free: Mapping[int, int], reservation: Reservation) -> dict[int,
         if i in view:
             view[i] = max(0, min(view[i], spare))
     return view
+
+
+def reserved_job_end(
+    ctx: CycleContext, jobs: Iterable[PendingJob], reservation: Reservation | None
+) -> float | None:
+    """When the reserved job (one of ``jobs``) is expected to end, starting at the reservation."""
+    if reservation is None:
+        return None
+    job = next((job for job in jobs if job.name == reservation.job), None)
+    if job is None:
+        return None
+    return reservation.start + ctx.runtime_of(job.estimated_runtime, ctx.cls(job.service_class))
 
 
 def estimated_start_behind(

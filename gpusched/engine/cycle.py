@@ -21,8 +21,9 @@ from gpusched.engine.backfill import (
     find_reservation,
     limited_free,
     release_schedule,
+    reserved_job_end,
 )
-from gpusched.engine.context import Reservation, build_context
+from gpusched.engine.context import build_context
 from gpusched.engine.explain import PendingInfo
 from gpusched.engine.growth import grow
 from gpusched.engine.memo import Blocked, WalkMemo
@@ -380,15 +381,6 @@ class _Cycle:
         ctx.reservation = find_reservation(ctx, job, flavors)
 
     # -- explanations --------------------------------------------------------------------------
-    def _reserved_end(self, ranked: list[JobFacts], reservation: Reservation) -> float | None:
-        """When the reserved job is expected to end if it starts at the reservation."""
-        ctx = self.ctx
-        job = next((f.job for f in ranked if f.job.name == reservation.job), None)
-        if job is None:
-            return None
-        cls = ctx.cls(job.service_class)
-        return reservation.start + ctx.runtime_of(job.estimated_runtime, cls)
-
     def explain_pending(self, ranked: list[JobFacts], pending: set[str]) -> None:
         ctx = self.ctx
         borrowing_shapes = None if self.policy.fifo_order else self.ranker.borrowing_shapes
@@ -397,7 +389,7 @@ class _Cycle:
         schedules: dict[str, list[tuple[float, int, int, str]]] = {}
         free_of: dict[str, tuple[int, int]] = {}
         reservation = ctx.reservation
-        reserved_end = None if reservation is None else self._reserved_end(ranked, reservation)
+        reserved_end = reserved_job_end(ctx, (f.job for f in ranked), reservation)
         for facts in ranked:
             job = facts.job
             if job.name not in pending:
