@@ -64,7 +64,9 @@ def test_the_rules_run_once_per_post(
 def test_a_node_made_larger_is_seen_by_the_next_submission(
     api: Callable[[User], Any], researcher_a: User, job_body: Body, sim_cluster: Cluster
 ) -> None:
-    Quota.objects.update(nominal=16)  # room in the quota: only the nodes are too small
+    for quota in Quota.objects.all():  # room in the quota: only the nodes are too small
+        quota.nominal = 16
+        quota.save()
     client = api(researcher_a)
     big = job_body(gpus_per_worker=16)
     refused = client.post("/api/v1/jobs/", big, format="json")
@@ -80,7 +82,9 @@ def test_a_node_made_larger_is_seen_by_the_next_submission(
 def test_a_capacity_the_sync_rewrites_in_bulk_is_seen_by_the_next_submission(
     api: Callable[[User], Any], researcher_a: User, job_body: Body, sim_cluster: Cluster
 ) -> None:
-    Quota.objects.update(nominal=16)
+    for quota in Quota.objects.all():
+        quota.nominal = 16
+        quota.save()
     client = api(researcher_a)
     big = job_body(gpus_per_worker=16)
     assert client.post("/api/v1/jobs/", big, format="json").status_code == 400

@@ -20,7 +20,9 @@ def roomy(world: SimpleNamespace) -> None:
     """Room for 60 one-GPU jobs in each team's quota and on the nodes."""
     for i in range(3, 17):
         Node.objects.create(cluster=world.cluster, name=f"n{i}", capacity={"h100": 8})
-    Quota.objects.update(nominal=64)
+    for quota in Quota.objects.all():
+        quota.nominal = 64
+        quota.save()
 
 
 def cycle_queries(at: float) -> tuple[int, list[str]]:
