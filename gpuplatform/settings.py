@@ -250,7 +250,7 @@ REST_FRAMEWORK["NUM_PROXIES"] = NUM_PROXIES
 CACHE_URL = env_cache_url()
 if CACHE_URL:
     CACHES = {
-        "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL}
+        "default": {"BACKEND": "gpuplatform.cache.RedisCache", "LOCATION": CACHE_URL}
     }
 CATALOG_CACHE_SECONDS = env_int("CATALOG_CACHE_SECONDS", 300 if CACHE_URL else 0, minimum=0)
 """How long the submission catalog (queues, classes, flavors, quotas, capacity per flavor) is kept
