@@ -54,7 +54,7 @@ def captured(action: Callable[[], Any]) -> list[str]:
 
 def query_kinds(queries: list[str]) -> str:
     """``SELECT 9, UPDATE 3, ...``: the statements by their first word (SAVEPOINTs included)."""
-    kinds = Counter(sql.split(None, 1)[0].upper() for sql in queries if sql.strip())
+    kinds = Counter(sql.lstrip("( ").split(None, 1)[0].upper() for sql in queries if sql.strip())
     return ", ".join(f"{kind} {n}" for kind, n in kinds.most_common())
 
 

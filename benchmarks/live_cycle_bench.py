@@ -235,11 +235,14 @@ def main() -> int:
 
     now = datetime(2026, 1, 2, tzinfo=UTC)
     t = time.perf_counter()
-    report = run_cycle(now=now)
+    with counting(connection) as first_queries:
+        report = run_cycle(now=now)
     first = time.perf_counter() - t
+    admitted = report.counts["admitted"]
     print(
-        f"first cycle: {first:.3f} s ({report.counts['admitted']} admitted, "
-        f"{report.pending} pending explained)"
+        f"first cycle: {first:.3f} s ({admitted} admitted, {report.pending} pending "
+        f"explained), {first_queries[0]} queries ({first_queries[0] / max(1, admitted):.2f} "
+        "per admitted job, launches included)"
     )
     now += timedelta(seconds=1)
     t = time.perf_counter()

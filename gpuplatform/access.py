@@ -23,6 +23,7 @@ from gpuplatform.roles import PLATFORM_ADMIN_GROUP as PLATFORM_ADMIN_GROUP
 from gpuplatform.roles import is_finance as is_finance
 from gpuplatform.roles import is_platform_admin as is_platform_admin
 from gpuplatform.roles import is_platform_admin_or_finance as is_platform_admin_or_finance
+from gpuplatform.roles import member_team_ids as member_team_ids
 from queues.models import Job, Membership, Queue, Team
 
 if TYPE_CHECKING:
@@ -67,7 +68,7 @@ def submittable_queues(user: User) -> QuerySet[Queue]:
 
 
 def can_submit(user: User) -> bool:
-    return is_platform_admin(user) or member_teams(user).exists()
+    return is_platform_admin(user) or bool(member_team_ids(user))
 
 
 def can_cancel_job(user: User, job: Job) -> bool:

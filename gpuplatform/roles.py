@@ -10,6 +10,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from django.db.models import CharField, Value
+from django.db.models.functions import Cast
+
 if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 
@@ -18,19 +21,41 @@ if TYPE_CHECKING:
 PLATFORM_ADMIN_GROUP = "platform-admin"
 FINANCE_GROUP = "finance"
 
-GROUP_CACHE_ATTR = "_gpuplatform_group_names"
+RIGHTS_CACHE_ATTR = "_gpuplatform_rights"
+
+
+def _rights(user: Any) -> tuple[frozenset[str], frozenset[int]]:
+    """The user's group names and the ids of the teams they are a member of: one query per user
+    object (a request's user lives for one request), then remembered: a request asks several
+    rules about the same user."""
+    rights = getattr(user, RIGHTS_CACHE_ATTR, None)
+    if rights is None:
+        text = CharField()
+        groups = user.groups.order_by().values_list(Value("g", output_field=text), "name")
+        teams = user.memberships.order_by().values_list(
+            Value("t", output_field=text), Cast("team_id", output_field=text)
+        )
+        rows = list(groups.union(teams, all=True))
+        rights = (
+            frozenset(value for kind, value in rows if kind == "g"),
+            frozenset(int(value) for kind, value in rows if kind == "t"),
+        )
+        setattr(user, RIGHTS_CACHE_ATTR, rights)
+    return rights
 
 
 def _in_group(user: Any, group: str) -> bool:
-    """One query per user object (a request's user lives for one request), then remembered:
-    a page asks several rules about the same user."""
     if not user.is_authenticated:
         return False
-    names = getattr(user, GROUP_CACHE_ATTR, None)
-    if names is None:
-        names = frozenset(user.groups.values_list("name", flat=True))
-        setattr(user, GROUP_CACHE_ATTR, names)
-    return group in names
+    return group in _rights(user)[0]
+
+
+def member_team_ids(user: User) -> frozenset[int]:
+    """Ids of the teams the user is a member of (any role); ``Team.objects.of_member`` as a
+    set, read with the user's groups."""
+    if not user.is_authenticated:
+        return frozenset()
+    return _rights(user)[1]
 
 
 def is_platform_admin(user: User) -> bool:

@@ -142,6 +142,11 @@ if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     }
     if DATABASES["default"]["NAME"] != ":memory:":
         Path(DATABASES["default"]["NAME"]).parent.mkdir(parents=True, exist_ok=True)
+else:
+    # PostgreSQL: a server process keeps its connection between requests (and tasks) instead of
+    # opening one per request; a connection found broken is replaced before it is used.
+    DATABASES["default"]["CONN_MAX_AGE"] = env_int("DATABASE_CONN_MAX_AGE", 60, minimum=0)
+    DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -245,8 +250,13 @@ REST_FRAMEWORK["NUM_PROXIES"] = NUM_PROXIES
 CACHE_URL = env_cache_url()
 if CACHE_URL:
     CACHES = {
-        "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL}
+        "default": {"BACKEND": "gpuplatform.cache.RedisCache", "LOCATION": CACHE_URL}
     }
+CATALOG_CACHE_SECONDS = env_int("CATALOG_CACHE_SECONDS", 300 if CACHE_URL else 0, minimum=0)
+"""How long the submission catalog (queues, classes, flavors, quotas, capacity per flavor) is kept
+in the shared cache; each change moves its version on (queues/models/catalog.py). 0 turns it
+off; it is off by default without a shared cache (a per-process cache cannot tell one process
+of another's change)."""
 
 # --- Celery -----------------------------------------------------------------------------------
 # REDIS_URL is the broker. Unset, Celery uses kombu's filesystem transport: messages are files in

@@ -7,3 +7,6 @@ class QueuesConfig(AppConfig):
 
     def ready(self) -> None:
         from queues import checks  # noqa: F401  (registers the system checks)
+        from queues.models import catalog
+
+        catalog.connect()

@@ -49,6 +49,14 @@ def fresh_cache() -> None:
 
 
 @pytest.fixture(autouse=True)
+def catalog_cached(settings: Any) -> None:
+    """The submission catalog is kept in the cache as production keeps it in Redis (it is off by
+    default without a shared cache); the test process is the only one, so its memory cache is
+    shared by everything a test does (queues/models/catalog.py)."""
+    settings.CATALOG_CACHE_SECONDS = 300
+
+
+@pytest.fixture(autouse=True)
 def fast_password_hasher(settings: Any) -> None:
     """Password hashing at full strength makes every persona cost ~0.5 s; tests need no strength."""
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

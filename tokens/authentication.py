@@ -74,8 +74,12 @@ class ApiTokenAuthentication(authentication.BaseAuthentication):
 
     @staticmethod
     def _touch(token: ApiToken, now: Any) -> None:
-        """Record the use, at most once per API_TOKEN_TOUCH_SECONDS (one conditional UPDATE)."""
+        """Record the use, at most once per API_TOKEN_TOUCH_SECONDS: no query while the time the
+        token row just read says is recent, else one conditional UPDATE (concurrent requests
+        write it once)."""
         horizon = now - timedelta(seconds=settings.API_TOKEN_TOUCH_SECONDS)
+        if token.last_used_at is not None and token.last_used_at >= horizon:
+            return
         ApiToken.objects.filter(pk=token.pk).filter(
             Q(last_used_at__isnull=True) | Q(last_used_at__lt=horizon)
         ).update(last_used_at=now)

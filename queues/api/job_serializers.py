@@ -11,13 +11,14 @@ from __future__ import annotations
 from typing import Any
 
 from django.core.validators import MaxValueValidator, MinValueValidator
+from django.utils.encoding import smart_str
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from gpuplatform import access
 from gpuplatform.rest import StrictCharField, reject_nul
-from queues.models import Flavor, Job, JobEvent, Queue, ServiceClass, job_spec
+from queues.models import Flavor, Job, JobEvent, Queue, ServiceClass, catalog, job_spec
 from queues.models import job_rules as rules
 
 SPEC_HELP = {
@@ -175,17 +176,59 @@ class RuleInt(serializers.IntegerField):
         ]
 
 
-class JobSubmitSerializer(serializers.Serializer[Job]):
-    """A job submission (POST /jobs/ and /jobs/estimate/)."""
+def _catalog(field: serializers.Field) -> catalog.Catalog:  # type: ignore[type-arg]
+    """The request's catalog (queues/models/catalog.py), read once for all its fields and rules."""
+    context = field.context
+    if "catalog" not in context:
+        context["catalog"] = catalog.current()
+    found: catalog.Catalog = context["catalog"]
+    return found
 
-    queue = serializers.PrimaryKeyRelatedField(
-        queryset=Queue.objects.all(), help_text="Id of a queue of your team."
+
+class CatalogQueueField(serializers.PrimaryKeyRelatedField):  # type: ignore[type-arg]
+    """A queue by id among those the caller may see, from the catalog (DRF's messages)."""
+
+    def to_internal_value(self, data: Any) -> Queue:
+        try:
+            if isinstance(data, bool):
+                raise TypeError
+            pk = Queue._meta.pk.get_prep_value(data)  # type: ignore[union-attr]
+        except (TypeError, ValueError):
+            self.fail("incorrect_type", data_type=type(data).__name__)
+        queue = _catalog(self).queues.get(pk)
+        request = self.context.get("request")
+        if queue is None or (request is not None and not queue.is_visible_to(request.user)):
+            self.fail("does_not_exist", pk_value=data)
+        return queue
+
+
+class CatalogNameField(serializers.SlugRelatedField):  # type: ignore[type-arg]
+    """A service class or flavor by name, from the catalog (DRF's messages)."""
+
+    def __init__(self, table: str, **kwargs: Any) -> None:
+        super().__init__(slug_field="name", **kwargs)
+        self.table = table  # "service_classes" or "flavors"
+
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, dict | list):
+            self.fail("invalid")
+        found = getattr(_catalog(self), self.table).get(smart_str(data))
+        if found is None:
+            self.fail("does_not_exist", slug_name=self.slug_field, value=smart_str(data))
+        return found
+
+
+class JobSubmitSerializer(serializers.Serializer[Job]):
+    """A job submission (POST /jobs/ and /jobs/estimate/). Its queue, class and flavors come
+    from the catalog (no query when it is cached), and ``validate`` checks the rules once: the
+    ``checked`` it adds tells ``submit_job`` not to check them again."""
+
+    queue = CatalogQueueField(queryset=Queue.objects.all(), help_text="Id of a queue of your team.")
+    service_class = CatalogNameField(
+        "service_classes", queryset=ServiceClass.objects.all(), help_text="Service class name."
     )
-    service_class = serializers.SlugRelatedField(
-        slug_field="name", queryset=ServiceClass.objects.all(), help_text="Service class name."
-    )
-    flavors = serializers.SlugRelatedField(
-        slug_field="name",
+    flavors = CatalogNameField(
+        "flavors",
         queryset=Flavor.objects.all(),
         many=True,
         allow_empty=True,  # job_rules says why not
@@ -264,7 +307,7 @@ class JobSubmitSerializer(serializers.Serializer[Job]):
         super().__init__(*args, **kwargs)
         request = self.context.get("request")
         if request is not None:  # queues the caller cannot see do not exist for them
-            self.fields["queue"].queryset = access.visible_queues(request.user)
+            self.fields["queue"].queryset = access.visible_queues(request.user)  # the schema's
 
     def validate_command(self, command: list[str]) -> list[str]:
         reject_nul(command)
@@ -275,7 +318,9 @@ class JobSubmitSerializer(serializers.Serializer[Job]):
         attrs["spec"] = spec or None
         attrs["pod_template"] = attrs.get("pod_template")
         try:
-            rules.check_submission(self.context["request"].user, rules.Submission(**attrs))
+            attrs["checked"] = rules.check_submission(
+                self.context["request"].user, rules.Submission(**attrs), known=_catalog(self)
+            )
         except rules.InvalidSubmission as error:
             raise serializers.ValidationError(error.message_dict) from None
         return attrs

@@ -28,6 +28,7 @@ from queues.models import (
     Quota,
     ServiceClass,
     Team,
+    catalog,
 )
 
 
@@ -164,6 +165,7 @@ class QueueSerializer(ModelCleanMixin, StrictModelSerializer[Queue]):
         queue = Queue.objects.create(**validated_data)
         queue.allowed_service_classes.set(classes)
         Quota.objects.bulk_create(Quota(queue=queue, **quota) for quota in quotas)
+        catalog.changed()  # a bulk insert sends no signal
         return queue
 
     @transaction.atomic

@@ -282,6 +282,9 @@ class JobViewSet(
                 data=request.data, context=self.get_serializer_context()
             )
             serializer.is_valid(raise_exception=True)
+            if not key:  # the job in hand is the answer: no need to read it again
+                job = services.submit_job(owner=request.user, **serializer.validated_data)
+                return Response(JobSerializer(job).data, status=status.HTTP_201_CREATED)
             job_id = idempotency.submit_once(
                 request.user,
                 key,

@@ -192,6 +192,7 @@ class SubmitForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.user = user
         self.for_estimate = for_estimate
+        self.checked: rules.Checked | None = None  # the rules said yes to the submission
         self.open_queues = (
             access.submittable_queues(user).select_related("team").order_by("team__name", "name")
         )
@@ -254,10 +255,11 @@ class SubmitForm(forms.Form):
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
         unparsed = {RULE_FIELD.get(name, name) for name in self.errors}
-        found = rules.problems(
-            self.user, self.submission(), estimate=self.for_estimate, unparsed=unparsed
-        )
+        submission = self.submission()
+        found = rules.problems(self.user, submission, estimate=self.for_estimate, unparsed=unparsed)
         self.add_problems(found)
+        if not found and not self.errors and not self.for_estimate:  # submit_job: not again
+            self.checked = rules.Checked(self.user.pk, submission)
         return data
 
     def add_problems(self, problems: Any) -> None:

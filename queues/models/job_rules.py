@@ -31,6 +31,11 @@ says which one in the list). The rules:
   NO_FLAVOR, TOO_LARGE, QUOTA_EXCEEDED): the quota test is the engine's own
   (``QuotaState.never_fits``: nominal, plus what the class may borrow, up to the borrowing limit
   and the cohort's pool). Every node counts, cordoned or not ready ones too: those come back.
+
+What the rules check against (the queue's classes and quotas, the cohort's quotas, the capacity
+per flavor) is read from the catalog (queues/models/catalog.py: cached until it changes); who
+the user is (groups, teams) once per request (gpuplatform/roles.py). ``check_submission``
+returns a ``Checked`` that ``submit_job`` accepts instead of checking again.
 """
 
 from __future__ import annotations
@@ -44,9 +49,9 @@ from django.core.exceptions import ValidationError
 
 from gpusched.engine import model as engine
 from gpusched.engine.quota import QuotaState
-from queues.models import job_spec, pod_template
+from queues.models import catalog, job_spec, pod_template
 from queues.models.organisation import Queue, Quota
-from queues.models.resources import Flavor, Node, ServiceClass
+from queues.models.resources import Flavor, ServiceClass
 from queues.models.validators import dns_label
 
 if TYPE_CHECKING:
@@ -123,9 +128,17 @@ class InvalidSubmission(ValidationError):
 
 
 class _Found:
-    def __init__(self, unparsed: Collection[str]) -> None:
+    def __init__(self, unparsed: Collection[str], known: catalog.Catalog | None = None) -> None:
         self.problems: list[Problem] = []
         self.unparsed = set(unparsed)
+        self._catalog = known
+
+    @property
+    def catalog(self) -> catalog.Catalog:
+        """What the rules check against (queues/models/catalog.py), read when first needed."""
+        if self._catalog is None:
+            self._catalog = catalog.current()
+        return self._catalog
 
     def add(self, field: str, message: str, flavor: int | None = None) -> None:
         self.problems.append(Problem(field, message, flavor))
@@ -137,11 +150,17 @@ class _Found:
 
 
 def problems(
-    user: Any, submission: Submission, *, estimate: bool = False, unparsed: Collection[str] = ()
+    user: Any,
+    submission: Submission,
+    *,
+    estimate: bool = False,
+    unparsed: Collection[str] = (),
+    known: catalog.Catalog | None = None,
 ) -> list[Problem]:
     """Every rule ``submission`` breaks for ``user``, in field order. ``estimate``: the name and
-    image may be empty. ``unparsed``: fields whose input did not parse (their rules wait)."""
-    found = _Found(unparsed)
+    image may be empty. ``unparsed``: fields whose input did not parse (their rules wait).
+    ``known``: the catalog the caller has read already (default: ``catalog.current()``)."""
+    found = _Found(unparsed, known)
     submission = _spec(found, submission)
     _queue(found, user, submission, adding=True)
     _text(found, submission, estimate)
@@ -154,11 +173,30 @@ def problems(
     return found.problems
 
 
-def check_submission(user: Any, submission: Submission, *, estimate: bool = False) -> None:
+@dataclass(frozen=True)
+class Checked:
+    """What ``check_submission`` said yes to: ``submit_job`` given it for the same user and
+    submission does not check the rules a second time."""
+
+    user_pk: Any
+    submission: Submission
+
+    def covers(self, user: Any, submission: Submission) -> bool:
+        return self.user_pk == getattr(user, "pk", None) and self.submission == submission
+
+
+def check_submission(
+    user: Any,
+    submission: Submission,
+    *,
+    estimate: bool = False,
+    known: catalog.Catalog | None = None,
+) -> Checked:
     """Raise ``InvalidSubmission`` (a ValidationError by field) unless ``user`` may submit it."""
-    found = problems(user, submission, estimate=estimate)
+    found = problems(user, submission, estimate=estimate, known=known)
     if found:
         raise InvalidSubmission(found)
+    return Checked(getattr(user, "pk", None), submission)
 
 
 def resolved(submission: Submission) -> Submission:
@@ -221,7 +259,7 @@ def _queue(found: _Found, user: Any, s: Submission, *, adding: bool) -> None:
     queue = s.queue
     if queue is None:
         return
-    if user is not None and not Queue.objects.submittable_by(user).filter(pk=queue.pk).exists():
+    if user is not None and not queue.takes_jobs_from(user):
         found.add(
             "queue",
             f"Queue {queue} is closed to new jobs."
@@ -231,8 +269,8 @@ def _queue(found: _Found, user: Any, s: Submission, *, adding: bool) -> None:
         return
     if user is None and adding and not queue.is_open:
         found.add("queue", f"Queue {queue} is closed to new jobs.")
-    if s.service_class is not None and not queue.accepts_service_class(s.service_class):
-        accepted = ", ".join(c.name for c in queue.allowed_service_classes.all())
+    if s.service_class is not None and not found.catalog.accepts(queue, s.service_class):
+        accepted = ", ".join(found.catalog.accepted_names(queue))
         found.add(
             "service_class",
             f"Queue {queue} does not accept the {s.service_class.name!r} class; "
@@ -367,7 +405,7 @@ def _flavors(found: _Found, s: Submission) -> None:
     _flavor_list(found, s.flavors)
     if s.queue is None or found.bad("queue"):
         return
-    quotas = {q.flavor_id: q.flavor.name for q in s.queue.quotas.select_related("flavor")}
+    quotas = {q.flavor_id: q.flavor.name for q in found.catalog.quotas_of(s.queue)}
     for index, flavor in enumerate(s.flavors):
         if flavor.pk not in quotas:
             names = ", ".join(sorted(quotas.values())) or "none"
@@ -395,7 +433,7 @@ def _fits(found: _Found, s: Submission) -> None:
     field = "min_workers" if s.elastic else "workers"
     smallest = " (the elastic minimum)" if s.elastic else ""
     size = f"{least} worker(s){smallest} x {gpus} GPU(s) = {need}"
-    node, cluster = _capacity(flavors)
+    node, cluster = found.catalog.node_most, found.catalog.cluster_most
 
     fit_node = [f for f in flavors if node.get(f.name, 0) >= gpus]
     if not fit_node:
@@ -418,7 +456,7 @@ def _fits(found: _Found, s: Submission) -> None:
             "runs in one cluster. Ask for fewer workers or GPUs per worker.",
         )
         return
-    quota = _QuotaView(queue)
+    quota = _QuotaView(queue, found.catalog.cohort_quotas(queue))
     if all(quota.never_fits(f, need, cls.can_borrow) for f in fit_cluster):
         most = "; ".join(f"{f.name}: {quota.most(f, cls)}" for f in fit_cluster)
         found.add(
@@ -428,33 +466,13 @@ def _fits(found: _Found, s: Submission) -> None:
         )
 
 
-def _capacity(flavors: Sequence[Flavor]) -> tuple[dict[str, int], dict[str, int]]:
-    """Per flavor name: the most units on one node, and the most in one cluster."""
-    names = {f.name for f in flavors}
-    node: dict[str, int] = defaultdict(int)
-    totals: dict[tuple[str, int], int] = defaultdict(int)
-    for cluster_id, capacity in Node.objects.values_list("cluster_id", "capacity"):
-        if not isinstance(capacity, dict):
-            continue
-        for name, units in capacity.items():
-            if name in names and isinstance(units, int) and units > 0:
-                node[name] = max(node[name], units)
-                totals[(name, cluster_id)] += units
-    cluster: dict[str, int] = defaultdict(int)
-    for (name, _), units in totals.items():
-        cluster[name] = max(cluster[name], units)
-    return node, cluster
-
-
 class _QuotaView:
     """The engine's quota accounting for a queue and its cohort, with nothing in use."""
 
-    def __init__(self, queue: Queue) -> None:
+    def __init__(self, queue: Queue, rows: Iterable[Quota]) -> None:
+        """``rows``: the quotas of the queue's cohort (the pool is the cohort's: every member's
+        lending counts), or the queue's own when it has no cohort."""
         self.queue = queue
-        if queue.cohort_id is None:
-            rows = Quota.objects.filter(queue=queue)
-        else:  # the pool is the cohort's: every member's lending counts
-            rows = Quota.objects.filter(queue__cohort_id=queue.cohort_id)
         by_queue: dict[int, dict[str, engine.Quota]] = defaultdict(dict)
         self.rows: dict[int, Quota] = {}
         for row in rows:

@@ -212,13 +212,21 @@ class Job(models.Model):
     def acceptable_flavor_names(self) -> list[str]:
         return [flavor.name for flavor in self.acceptable_flavors()]
 
-    def set_acceptable_flavors(self, flavors: Sequence[Flavor]) -> None:
-        """Replace the acceptable flavors by ``flavors``, in that order of preference."""
+    def set_acceptable_flavors(self, flavors: Sequence[Flavor], *, new: bool = False) -> None:
+        """Replace the acceptable flavors by ``flavors``, in that order of preference. ``new``:
+        the job was just created and has none yet (nothing to delete). The links are kept on
+        the job as ``flavor_links.all()`` would read them (with their flavors)."""
         job_rules.check_flavor_list(flavors)
-        self.flavor_links.all().delete()
-        JobFlavor.objects.bulk_create(
+        if not new:
+            JobFlavor.objects.filter(job=self).delete()
+        links = JobFlavor.objects.bulk_create(
             JobFlavor(job=self, flavor=flavor, rank=rank) for rank, flavor in enumerate(flavors)
         )
+        cache = self.__dict__.setdefault("_prefetched_objects_cache", {})
+        cache.pop("flavor_links", None)
+        held = self.flavor_links.all()  # what prefetch_related keeps: a queryset, filled
+        held._result_cache, held._prefetch_done = links, True
+        cache["flavor_links"] = held
 
     def clean(self) -> None:
         """The rules about the job's own fields (queues/models/job_rules.py)."""

@@ -107,12 +107,12 @@ class Cohort(models.Model):
 
 class QueueQuerySet(models.QuerySet["Queue"]):
     def visible_to(self, user: AbstractBaseUser | AnonymousUser) -> QueueQuerySet:
-        """Queues of the teams the user may see."""
+        """Queues of the teams the user may see (one queue: ``Queue.is_visible_to``)."""
         return self.filter(team__in=Team.objects.visible_to(user))
 
     def submittable_by(self, user: AbstractBaseUser | AnonymousUser) -> QueueQuerySet:
         """Open queues the user may submit to: their teams' queues (every one for platform
-        admins)."""
+        admins; one queue: ``Queue.takes_jobs_from``)."""
         queues = self.filter(is_open=True)
         if roles.is_platform_admin(user):
             return queues
@@ -181,6 +181,18 @@ class Queue(models.Model):
             raise ValidationError(
                 {"weight": "The weight must be greater than 0 (1 is the default)."}
             )
+
+    # ``QueueQuerySet.visible_to`` and ``submittable_by`` for one queue in hand, from the user's
+    # rights read once per request (gpuplatform/roles.py): the same rules, without a query.
+    def is_visible_to(self, user: AbstractBaseUser | AnonymousUser) -> bool:
+        return roles.is_platform_admin_or_finance(user) or (
+            self.team_id in roles.member_team_ids(user)
+        )
+
+    def takes_jobs_from(self, user: AbstractBaseUser | AnonymousUser) -> bool:
+        return self.is_open and (
+            roles.is_platform_admin(user) or self.team_id in roles.member_team_ids(user)
+        )
 
     def accepts_service_class(self, service_class: models.Model) -> bool:
         allowed = self.allowed_service_classes.all()

@@ -30,6 +30,20 @@ RUNTIME_FIELDS_ON_PENDING = [
     "pending_within_nominal",
 ]
 
+# what an admission writes on the job's runtime row (created if the job has none)
+ADMITTED_RUNTIME_FIELDS = [
+    "flavor",
+    "borrowing",
+    "start_at",
+    "stop_reason",
+    "stop_by",
+    "release_at",
+    "worker_nodes",
+    "repair_attempts",
+    "requeue_after",
+    *RUNTIME_FIELDS_ON_PENDING,
+]
+
 
 class Applier:
     def __init__(self, live: LiveSnapshot, result: engine.CycleResult, report: CycleReport) -> None:
@@ -38,6 +52,7 @@ class Applier:
         self.report = report
         self.events: list[JobEvent] = []
         self.effects: list[fx.Effect] = []
+        self.admits: list[tuple[Job, engine.Admit]] = []
         decided = {d.job for d in (*result.admits, *result.stops, *result.scales)}
         # the jobs decisions change, as model instances (their current rows)
         self.jobs: dict[str, Job] = {
@@ -159,60 +174,87 @@ class Applier:
 
     # -- admissions ----------------------------------------------------------------------------
     def admit(self, decision: engine.Admit) -> None:
+        """Note an admission; ``write_admits`` writes them all at once."""
         job = self.jobs.get(decision.job)
         if job is None or job.state != Job.State.PENDING:
             return
-        cluster = self.live.clusters[decision.cluster]
-        flavor = self.live.flavors[decision.flavor]
-        g = job.gpus_per_worker
-        placement = {node: units // g for node, units in sorted(decision.placement.items())}
-        job.cluster = cluster
-        job.placement = placement
-        job.current_workers = decision.workers
-        if not move(
-            job,
-            Job.State.ADMITTED,
-            self.now,
-            cluster_id=cluster.pk,
-            placement=placement,
-            current_workers=decision.workers,
-        ):
+        self.admits.append((job, decision))
+
+    def write_admits(self) -> None:
+        """Every admission of the cycle in a constant number of queries, whatever their number:
+        the jobs still pending are locked and read (one query; a job cancelled meanwhile is
+        left out), moved to admitted in one UPDATE per 500, their runtime rows written in one
+        upsert per 500, and each queue's admission counter incremented once."""
+        if not self.admits:
             return
-        start = when(decision.start_at)
-        layout = fx.worker_layout([], placement)
-        set_runtime(
-            job.pk,
-            flavor=flavor,
-            borrowing=decision.borrowing,
-            start_at=start,
-            stop_reason="",
-            stop_by=None,
-            release_at=None,
-            worker_nodes=[list(w) for w in layout],
-            repair_attempts=0,  # this launch's own retries (queues/services/gang.py)
-            requeue_after=None,
-            pending_reason="",
-            pending_message="",
-            estimated_start=None,
-            pending_position=None,
-            pending_within_nominal=None,
+        pending = set(
+            Job.objects.select_for_update()
+            .filter(pk__in=[job.pk for job, _ in self.admits], state=Job.State.PENDING)
+            .order_by("pk")  # locked in one order: no deadlock with another locking writer
+            .values_list("pk", flat=True)
         )
-        queue = queue_key(job.queue)
-        said = events.admitted(
-            cluster=cluster.name,
-            flavor=flavor.name,
-            placement=decision.placement,
-            workers=decision.workers,
-            queue=queue,
-            borrowing=decision.borrowing,
-            cohort=job.queue.cohort.name if job.queue.cohort else None,
-            start=start,
-            now=self.now,
+        moved: list[Job] = []
+        runtimes: list[JobRuntime] = []
+        per_queue: dict[str, int] = {}
+        fields: set[str] = {"cluster", "placement", "current_workers"}
+        for job, decision in self.admits:
+            if job.pk not in pending:
+                continue
+            cluster = self.live.clusters[decision.cluster]
+            flavor = self.live.flavors[decision.flavor]
+            g = job.gpus_per_worker
+            placement = {node: units // g for node, units in sorted(decision.placement.items())}
+            fields.update(job.transition_to(Job.State.ADMITTED, now=self.now))
+            job.cluster, job.placement = cluster, placement
+            job.current_workers = decision.workers
+            moved.append(job)
+            start = when(decision.start_at)
+            layout = fx.worker_layout([], placement)
+            runtimes.append(
+                JobRuntime(
+                    job_id=job.pk,
+                    flavor=flavor,
+                    borrowing=decision.borrowing,
+                    start_at=start,
+                    stop_reason="",
+                    stop_by=None,
+                    release_at=None,
+                    worker_nodes=[list(w) for w in layout],
+                    repair_attempts=0,  # this launch's own retries (queues/services/gang.py)
+                    requeue_after=None,
+                    pending_reason="",
+                    pending_message="",
+                    estimated_start=None,
+                    pending_position=None,
+                    pending_within_nominal=None,
+                )
+            )
+            queue = queue_key(job.queue)
+            said = events.admitted(
+                cluster=cluster.name,
+                flavor=flavor.name,
+                placement=decision.placement,
+                workers=decision.workers,
+                queue=queue,
+                borrowing=decision.borrowing,
+                cohort=job.queue.cohort.name if job.queue.cohort else None,
+                start=start,
+                now=self.now,
+            )
+            if start <= self.now:
+                self.effects.append(fx.launch(job))
+            per_queue[queue] = per_queue.get(queue, 0) + 1
+            self._record(job, said)
+        Job.objects.bulk_update(moved, sorted(fields), batch_size=500)
+        JobRuntime.objects.bulk_create(
+            runtimes,
+            batch_size=500,
+            update_conflicts=True,
+            unique_fields=["job"],
+            update_fields=ADMITTED_RUNTIME_FIELDS,
         )
-        if start <= self.now:
-            self.effects.append(fx.launch(job))
-        counters.increment("gpuplatform_admitted_workloads_total", queue=queue)
-        self._record(job, said)
+        for queue, count in sorted(per_queue.items()):
+            counters.increment("gpuplatform_admitted_workloads_total", count, queue=queue)
 
     def _record(self, job: Job, said: events.Said) -> None:
         self.events.append(events.recorded(job, said, self.now, self.report))
@@ -311,6 +353,7 @@ def apply_result(
         applier.scale(scale)
     for admit in result.admits:
         applier.admit(admit)
+    applier.write_admits()
     applier.explain(result)
     applier.reservation(result.reservation)
     JobEvent.objects.bulk_create(applier.events, batch_size=500)

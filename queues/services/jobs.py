@@ -21,7 +21,7 @@ from django.utils import timezone
 
 from gpuplatform import access
 from queues.models import Flavor, IllegalTransition, Job, JobRuntime, Queue, ServiceClass
-from queues.models.job_rules import Submission, check_submission, resolved
+from queues.models.job_rules import Checked, Submission, check_submission, resolved
 from queues.services import clock
 from queues.services import effects as fx
 from queues.services import events as job_events
@@ -100,12 +100,16 @@ def submit_job(
     spec: Mapping[str, Any] | None = None,
     pod_template: Any = None,
     now: datetime | None = None,
+    checked: Checked | None = None,
 ) -> Job:
     """Create a pending job in ``queue``; raises ValidationError by field when the submission
     breaks a rule of queues/models/job_rules.py (a queue ``owner`` may not submit to included).
     ``spec`` holds the job's env, volumes, shm_size, cpu... (queues/models/job_spec.py);
     ``pod_template`` a Kubernetes pod template (YAML text or an object) that gives the image,
-    command and spec instead (queues/models/pod_template.py)."""
+    command and spec instead (queues/models/pod_template.py). ``checked``: what
+    ``check_submission`` answered the caller for this owner and submission (the API's
+    serializer): the rules are not checked twice. The job comes back with its flavor links,
+    runtime and queue in hand, as ``JobSerializer`` shows it (no need to read it again)."""
     submission = Submission(
         queue=queue,
         service_class=service_class,
@@ -124,7 +128,8 @@ def submit_job(
         spec=spec,
         pod_template=pod_template,
     )
-    check_submission(owner, submission)
+    if checked is None or not checked.covers(owner, submission):
+        check_submission(owner, submission)
     submission = resolved(submission)
     moment = now or timezone.now()
     job = Job(
@@ -147,7 +152,7 @@ def submit_job(
     )
     with transaction.atomic():
         job.save()
-        job.set_acceptable_flavors(list(flavors))
+        job.set_acceptable_flavors(list(flavors), new=True)
         JobRuntime.objects.create(job=job)
         job_events.submitted(
             queue=str(queue),

@@ -31,7 +31,7 @@ from queues.clusters.base import (
     workload_phase,
 )
 from queues.clusters.pool import DriverPool
-from queues.models import Cluster, Flavor, Job, JobEvent, JobRuntime, Node
+from queues.models import Cluster, Flavor, Job, JobEvent, JobRuntime, Node, catalog
 from queues.services import effects as fx
 from queues.services import events as job_events
 from queues.services import gang, intake, messages
@@ -92,6 +92,7 @@ def update_nodes(cluster: Cluster, infos: tuple[NodeInfo, ...]) -> None:
     fields = ["labels", "capacity", "other_usage", "ready", "schedulable"]
     changed: list[Node] = []
     new: list[Node] = []
+    capacity_changed = False
     for info in infos:
         values = {
             "labels": dict(info.labels),
@@ -104,11 +105,14 @@ def update_nodes(cluster: Cluster, infos: tuple[NodeInfo, ...]) -> None:
         if node is None:
             new.append(Node(cluster=cluster, name=info.name, **values))
         elif any(getattr(node, key) != value for key, value in values.items()):
+            capacity_changed = capacity_changed or node.capacity != values["capacity"]
             for key, value in values.items():
                 setattr(node, key, value)
             changed.append(node)
     Node.objects.bulk_create(new)
     Node.objects.bulk_update(changed, fields, batch_size=500)
+    if new or capacity_changed:  # bulk writes send no signal: the submission rules' capacity
+        catalog.changed()
     gone = [node.pk for node in existing.values() if node.ready]
     Node.objects.filter(pk__in=gone).update(ready=False)  # vanished from the API: NotReady
 

@@ -116,7 +116,7 @@ def _copy_of(request: HttpRequest, pk: int) -> dict[str, Any]:
 
 def _submit(request: HttpRequest, form: SubmitForm) -> Any:
     try:
-        return submit_job(owner=request.user, **form.submission().as_kwargs())
+        return submit_job(owner=request.user, checked=form.checked, **form.submission().as_kwargs())
     except InvalidSubmission as error:  # the form checked: only a change in between gets here
         form.add_problems(error.problems)
     return None
