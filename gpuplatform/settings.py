@@ -249,9 +249,7 @@ REST_FRAMEWORK["NUM_PROXIES"] = NUM_PROXIES
 # Django's in-process memory cache (per process: each gunicorn worker would count on its own).
 CACHE_URL = env_cache_url()
 if CACHE_URL:
-    CACHES = {
-        "default": {"BACKEND": "gpuplatform.cache.RedisCache", "LOCATION": CACHE_URL}
-    }
+    CACHES = {"default": {"BACKEND": "gpuplatform.cache.RedisCache", "LOCATION": CACHE_URL}}
 CATALOG_CACHE_SECONDS = env_int("CATALOG_CACHE_SECONDS", 300 if CACHE_URL else 0, minimum=0)
 """How long the submission catalog (queues, classes, flavors, quotas, capacity per flavor) is kept
 in the shared cache; each change moves its version on (queues/models/catalog.py). 0 turns it
