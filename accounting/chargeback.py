@@ -31,7 +31,7 @@ from accounting.grouping import (
     step_of,
 )
 from accounting.models import UsageRecord
-from accounting.pricing import RELATED, currency, interval_of, load_price_list
+from accounting.pricing import Related, currency, interval_of, load_price_list
 from queues.models import Cluster, Cohort, Flavor, Queue, ServiceClass, Team
 
 ZERO = Decimal(0)
@@ -107,7 +107,22 @@ def overlapping(records: QuerySet[UsageRecord], period: Period) -> QuerySet[Usag
 
 
 def _inside(period: Period) -> Q:
-    return Q(start__gte=period.start, end__lte=period.end, closed=True, cost__isnull=False)
+    """Closed, priced rows wholly inside the period. The bound on start that end <= period.end
+    implies keeps the read to one range of the (start, end) index."""
+    return Q(
+        start__gte=period.start,
+        start__lte=period.end,
+        end__lte=period.end,
+        closed=True,
+        cost__isnull=False,
+    )
+
+
+def _overlapping_rows(records: QuerySet[UsageRecord], period: Period) -> QuerySet[UsageRecord]:
+    """`overlapping`, bounded below: a row overlapping the period starts in the month of the
+    period's start or later (rows never cross a UTC month boundary; an open row is cut at one
+    by the accrual), so the read is one range of the (start, end) index, not the ledger's past."""
+    return overlapping(records, period).filter(start__gte=rating.month_start(period.start))
 
 
 def _edge(period: Period) -> Q:
@@ -143,17 +158,18 @@ def _edge_totals(
     """Rows overlapping the period that the database cannot sum: priced here, clipped."""
     aliases = expressions(keys)
     edges = (
-        overlapping(records, period)
+        _overlapping_rows(records, period)
         .filter(_edge(period))
-        .select_related(*RELATED)
         .annotate(**aliases)
         .order_by()  # no ORDER BY: it would steer a server-side cursor to a full index walk
     )
     out: dict[Ids, Totals] = {}
     price_list: rating.PriceList | None = None
+    related: Related | None = None
     for record in edges.iterator(chunk_size=2000):
         price_list = price_list or load_price_list()
-        rated = _rated(record, period, price_list)
+        related = related or Related()
+        rated = _rated(related.attach(record), period, price_list)
         key = tuple(getattr(record, alias) for alias in aliases)
         out.setdefault(key, Totals()).add(rated.gpu_hours, rated.gpu_equivalent_hours, rated.cost)
     return out
@@ -252,16 +268,18 @@ def stepped_totals(
     aliases = expressions(keys)
     out: list[dict[Ids, Totals]] = [{} for _ in parts]
     edges = (
-        overlapping(records, window)
+        _overlapping_rows(records, window)
         .alias(step=step)
         .filter(_edge(window) | Q(step__isnull=True))
-        .select_related(*RELATED)
         .annotate(**aliases)
         .order_by()
     )
     price_list: rating.PriceList | None = None
+    related: Related | None = None
     for record in edges.iterator(chunk_size=2000):
         price_list = price_list or load_price_list()
+        related = related or Related()
+        related.attach(record)
         ids = tuple(getattr(record, alias) for alias in aliases)
         first = bisect_right(ends, record.start)
         last = bisect_left(ends, record.end)
