@@ -31,7 +31,7 @@ from accounting.grouping import (
     step_of,
 )
 from accounting.models import UsageRecord
-from accounting.pricing import Related, currency, interval_of, load_price_list
+from accounting.pricing import VALUE_FIELDS, Related, currency, interval_of, load_price_list
 from queues.models import Cluster, Cohort, Flavor, Queue, ServiceClass, Team
 
 ZERO = Decimal(0)
@@ -260,6 +260,8 @@ def stepped_totals(
     closed, priced rows lying wholly inside one step (grouped by step and keys), and one read
     of the others (open, unpriced, or crossing a step's or the window's bounds), each priced in
     every step it overlaps, clipped to it."""
+    if len(parts) == 1:  # the chargeback's own reads: the edge rows from narrow index ranges
+        return [dict(grouped_totals(records, parts[0], keys))]
     if not parts:
         return []
     window = Period(parts[0].start, parts[-1].end)
@@ -271,23 +273,23 @@ def stepped_totals(
         _overlapping_rows(records, window)
         .alias(step=step)
         .filter(_edge(window) | Q(step__isnull=True))
-        .annotate(**aliases)
+        .values(*VALUE_FIELDS, **aliases)
         .order_by()
     )
     price_list: rating.PriceList | None = None
     related: Related | None = None
-    for record in edges.iterator(chunk_size=2000):
+    for row in edges.iterator(chunk_size=2000):
         price_list = price_list or load_price_list()
         related = related or Related()
-        related.attach(record)
-        ids = tuple(getattr(record, alias) for alias in aliases)
-        first = bisect_right(ends, record.start)
-        last = bisect_left(ends, record.end)
-        for index in range(first, min(last, len(parts) - 1) + 1):
-            rated = _rated(record, parts[index], price_list)
-            out[index].setdefault(ids, Totals()).add(
-                rated.gpu_hours, rated.gpu_equivalent_hours, rated.cost
-            )
+        ids = tuple(row[alias] for alias in aliases)
+        first = bisect_right(ends, row["start"])
+        last = min(bisect_left(ends, row["end"]), len(parts) - 1)
+        for index in range(first, last + 1):
+            part = parts[index]
+            interval = related.interval(row, part.start, part.end)
+            totals = out[index].setdefault(ids, Totals())
+            for charge in rating.rate([interval], price_list):
+                totals.add(charge.unit_hours, charge.gpu_equivalent_hours, charge.cost)
     inside = records.filter(_inside(window)).annotate(step_index=step)
     for item in _sums(inside.filter(step_index__isnull=False), aliases, "step_index"):
         ids = tuple(item[alias] for alias in aliases)
