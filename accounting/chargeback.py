@@ -6,6 +6,9 @@ by the database (one GROUP BY on the ledger). The few other rows that overlap th
 open, cut by the period's edges, or unpriced at closing -- are clipped to the period and priced
 now with `accounting.rating.rate`, then added to their group. Open rows count up to the latest
 accrual (at most one cycle behind). Money is summed from rounded lines, never re-rounded.
+
+`stepped_totals` gives the same numbers for each of consecutive steps of a window in two reads
+(the allocation API's `step`). Group keys (department, label:<key>...): accounting/grouping.py.
 """
 
 from __future__ import annotations
