@@ -11,14 +11,19 @@ Parameters and meanings follow OpenCost's allocation API (opencost/core window.g
   allocation set per step from the window's start (``month``: calendar months). Default: the
   window (one set).
 - ``accumulate=true``: the sets summed into one over the whole window.
-- ``aggregate``: team, queue, user, flavor, service_class, cluster, job (comma list).
+- ``aggregate``: team, queue, user, flavor, service_class, cluster, department (the queue's
+  cohort), job, ``label:<key>`` (the job's label; accounting/grouping.py), a comma list; a
+  value that is missing (no cohort, no such label) is ``__unallocated__``.
 - ``includeIdle=true``: an ``__idle__`` allocation per set (idle GPU capacity priced at the
   whole-GPU price, accounting.rating.idle_costs); ``shareIdle=true``: that idle cost shared over
   the allocations in proportion to their cost on each cluster (largest remainder, exact).
 
-Every number comes from `accounting.chargeback.grouped_totals` (the ledger's stored costs, the
-edge rows priced by `accounting.rating.rate`) and the rating package's idle code: no second
-pricing path.
+Every number comes from `accounting.chargeback.stepped_totals` (grouped_totals' numbers for
+every step of the window in two reads: the ledger's stored costs, the edge rows priced by
+`accounting.rating.rate`) and the rating package's idle code: no second pricing path.
+
+No ``efficiency``: the platform records which GPUs a job holds, not how busy they are (no
+DCGM or other utilisation samples), so OpenCost's used/requested ratio is not known.
 """
 
 from __future__ import annotations
@@ -34,12 +39,15 @@ from django.db.models import QuerySet
 from accounting import rating
 from accounting.chargeback import (
     GROUP_KEYS,
+    Ids,
     Labels,
     ParameterError,
     Period,
     Totals,
-    grouped_totals,
+    sort_key,
+    stepped_totals,
 )
+from accounting.grouping import parse_keys
 from accounting.idle import idle_lines
 from accounting.models import UsageRecord
 from accounting.pricing import load_price_list
@@ -138,16 +146,7 @@ def parse_step(value: str | None) -> timedelta | str | None:
 
 
 def parse_aggregate(value: str | None) -> tuple[str, ...]:
-    keys = [key.strip() for key in (value or "").split(",") if key.strip()]
-    for key in keys:
-        if key not in AGGREGATE_KEYS:
-            raise ParameterError(
-                "aggregate",
-                f"aggregate: unknown key {key!r}; choose from {', '.join(AGGREGATE_KEYS)}.",
-            )
-    if len(set(keys)) != len(keys):
-        raise ParameterError("aggregate", f"aggregate repeats a key: {', '.join(keys)}.")
-    return tuple(keys) or ("team",)
+    return parse_keys("aggregate", [value or ""], AGGREGATE_KEYS)
 
 
 def parse_flag(parameter: str, value: str | None) -> bool:
@@ -194,88 +193,6 @@ def _name(keys: Sequence[str], group: dict[str, str]) -> str:
     return "/".join(group[key] for key in keys)
 
 
-def _labels(
-    keys: Sequence[str], rows: list[tuple[tuple[int, ...], Totals]]
-) -> list[dict[str, str]]:
-    """Readable group values; a job is named by its id."""
-    labels = Labels([key for key in keys if key != "job"])
-    named = []
-    for ids, _ in rows:
-        group = {}
-        for key, pk in zip(keys, ids, strict=True):
-            group[key] = str(pk) if key == "job" else labels.names[key].get(pk, str(pk))
-        named.append(group)
-    return named
-
-
-def allocation_set(
-    records: QuerySet[UsageRecord],
-    everything: QuerySet[UsageRecord],
-    period: Period,
-    keys: Sequence[str],
-    *,
-    include_idle: bool,
-    share_idle: bool,
-) -> dict[str, Allocation]:
-    """One set: an Allocation per group of the visible `records` over `period`, with the idle
-    allocation or idle shares computed over `everything` (all teams' usage)."""
-    fine = tuple(keys) if not share_idle else tuple(dict.fromkeys([*keys, "cluster"]))
-    rows = list(grouped_totals(records, period, fine))
-    out: dict[str, Allocation] = {}
-    for group, (_, totals) in zip(_labels(fine, rows), rows, strict=True):
-        name = _name(keys, group)
-        item = out.setdefault(name, Allocation(name, {key: group[key] for key in keys}, period))
-        item.totals.add(totals.gpu_hours, totals.gpu_equivalent_hours, totals.cost)
-    if include_idle or share_idle:
-        lines = idle_lines(period)
-        if share_idle:
-            _share(out, records, everything, period, keys, lines)
-        elif lines:
-            idle = Allocation(IDLE, {}, period)
-            for line in lines:
-                idle.totals.add(ZERO, line.idle_gpu_equivalent_hours, line.cost)
-            idle.totals.gpu_hours = idle.totals.gpu_equivalent_hours
-            out[IDLE] = idle
-    return out
-
-
-def _share(
-    out: dict[str, Allocation],
-    records: QuerySet[UsageRecord],
-    everything: QuerySet[UsageRecord],
-    period: Period,
-    keys: Sequence[str],
-    lines: list[rating.ClusterIdle],
-) -> None:
-    """Each cluster's idle cost split over all usage there by cost, at the grain of the
-    aggregate plus team, user and cluster (so a caller who sees part of a group gets the share
-    of that part), then the visible parts' shares added to their allocations."""
-    idle_by_cluster: dict[str, Decimal] = {}
-    for line in lines:
-        idle_by_cluster[line.cluster] = idle_by_cluster.get(line.cluster, ZERO) + line.cost
-    fine = tuple(dict.fromkeys([*keys, "team", "user", "cluster"]))
-    rows = list(grouped_totals(everything, period, fine))
-    visible = {ids for ids, _ in grouped_totals(records, period, fine)}
-    groups = _labels(fine, rows)
-    minor = load_price_list().minor_units
-    for cluster, idle in sorted(idle_by_cluster.items()):
-        members = [
-            (ids, group, totals)
-            for (ids, totals), group in zip(rows, groups, strict=True)
-            if group["cluster"] == cluster and totals.cost > 0
-        ]
-        if not members or not idle:
-            continue
-        amounts = rating.allocate_largest_remainder(idle, [t.cost for _, _, t in members], minor)
-        for (ids, group, _), amount in zip(members, amounts, strict=True):
-            if ids in visible:
-                name = _name(keys, group)
-                item = out.setdefault(
-                    name, Allocation(name, {key: group[key] for key in keys}, period)
-                )
-                item.shared_cost += amount
-
-
 def allocation_sets(
     records: QuerySet[UsageRecord],
     everything: QuerySet[UsageRecord],
@@ -287,12 +204,35 @@ def allocation_sets(
     include_idle: bool,
     share_idle: bool,
 ) -> list[dict[str, Allocation]]:
-    sets = [
-        allocation_set(
-            records, everything, part, keys, include_idle=include_idle, share_idle=share_idle
-        )
-        for part in steps(window, step)
-    ]
+    """A set per step: an Allocation per group of the visible `records`, with the idle
+    allocation or idle shares computed over `everything` (all teams' usage). The usage of every
+    step is read at once (`chargeback.stepped_totals`), not step by step."""
+    parts = steps(window, step)
+    fine = tuple(keys) if not share_idle else tuple(dict.fromkeys([*keys, "cluster"]))
+    share_keys = tuple(dict.fromkeys([*keys, "team", "user", "cluster"]))
+    labels = Labels([*fine, *share_keys] if share_idle else fine)
+    per_step = stepped_totals(records, parts, fine)
+    if share_idle:
+        shares = _shares(records, everything, parts, share_keys)
+    sets = []
+    for index, (part, rows) in enumerate(zip(parts, per_step, strict=True)):
+        out: dict[str, Allocation] = {}
+        for ids, totals in rows.items():
+            group = labels.group(fine, ids)
+            name = _name(keys, group)
+            item = out.setdefault(name, Allocation(name, {key: group[key] for key in keys}, part))
+            item.totals.add(totals.gpu_hours, totals.gpu_equivalent_hours, totals.cost)
+        if include_idle or share_idle:
+            lines = idle_lines(part)
+            if share_idle:
+                _share(out, shares[index], labels, part, keys, share_keys, lines)
+            elif lines:
+                idle = Allocation(IDLE, {}, part)
+                for line in lines:
+                    idle.totals.add(ZERO, line.idle_gpu_equivalent_hours, line.cost)
+                idle.totals.gpu_hours = idle.totals.gpu_equivalent_hours
+                out[IDLE] = idle
+        sets.append(out)
     if not accumulate or len(sets) <= 1:
         return sets
     total: dict[str, Allocation] = {}
@@ -304,6 +244,60 @@ def allocation_sets(
             )
             into.shared_cost += item.shared_cost
     return [total]
+
+
+@dataclass(frozen=True)
+class _StepShares:
+    rows: dict[Ids, Totals]
+    visible: set[Ids]
+
+
+def _shares(
+    records: QuerySet[UsageRecord],
+    everything: QuerySet[UsageRecord],
+    parts: Sequence[Period],
+    share_keys: Sequence[str],
+) -> list[_StepShares]:
+    """All usage per step at the sharing grain, and which of its groups the caller sees."""
+    every = stepped_totals(everything, parts, share_keys)
+    seen = stepped_totals(records, parts, share_keys)
+    return [_StepShares(rows, set(mine)) for rows, mine in zip(every, seen, strict=True)]
+
+
+def _share(
+    out: dict[str, Allocation],
+    shares: _StepShares,
+    labels: Labels,
+    period: Period,
+    keys: Sequence[str],
+    share_keys: Sequence[str],
+    lines: list[rating.ClusterIdle],
+) -> None:
+    """Each cluster's idle cost split over all usage there by cost, at the grain of the
+    aggregate plus team, user and cluster (so a caller who sees part of a group gets the share
+    of that part), then the visible parts' shares added to their allocations."""
+    idle_by_cluster: dict[str, Decimal] = {}
+    for line in lines:
+        idle_by_cluster[line.cluster] = idle_by_cluster.get(line.cluster, ZERO) + line.cost
+    rows = sorted(shares.rows.items(), key=lambda row: sort_key(row[0]))
+    groups = [labels.group(share_keys, ids) for ids, _ in rows]
+    minor = load_price_list().minor_units
+    for cluster, idle in sorted(idle_by_cluster.items()):
+        members = [
+            (ids, group, totals)
+            for (ids, totals), group in zip(rows, groups, strict=True)
+            if group["cluster"] == cluster and totals.cost > 0
+        ]
+        if not members or not idle:
+            continue
+        amounts = rating.allocate_largest_remainder(idle, [t.cost for _, _, t in members], minor)
+        for (ids, group, _), amount in zip(members, amounts, strict=True):
+            if ids in shares.visible:
+                name = _name(keys, group)
+                item = out.setdefault(
+                    name, Allocation(name, {key: group[key] for key in keys}, period)
+                )
+                item.shared_cost += amount
 
 
 def clip_to_now(window: Period, now: datetime) -> Period:

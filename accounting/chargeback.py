@@ -6,35 +6,38 @@ by the database (one GROUP BY on the ledger). The few other rows that overlap th
 open, cut by the period's edges, or unpriced at closing -- are clipped to the period and priced
 now with `accounting.rating.rate`, then added to their group. Open rows count up to the latest
 accrual (at most one cycle behind). Money is summed from rounded lines, never re-rounded.
+
+`stepped_totals` gives the same numbers for each of consecutive steps of a window in two reads
+(the allocation API's `step`). Group keys (department, label:<key>...): accounting/grouping.py.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time
 from decimal import Decimal
+from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.db.models import Q, QuerySet, Sum
 from django.utils.dateparse import parse_date, parse_datetime
 
 from accounting import rating
+from accounting.grouping import (
+    GROUP_KEYS,
+    UNALLOCATED,
+    ParameterError,
+    expressions,
+    parse_keys,
+    step_of,
+)
 from accounting.models import UsageRecord
-from accounting.pricing import RELATED, currency, interval_of, load_price_list
-from queues.models import Cluster, Flavor, Queue, ServiceClass, Team
+from accounting.pricing import VALUE_FIELDS, Related, currency, interval_of, load_price_list
+from queues.models import Cluster, Cohort, Flavor, Queue, ServiceClass, Team
 
-GROUP_KEYS = ("team", "queue", "user", "flavor", "service_class", "cluster")
 ZERO = Decimal(0)
-
-
-class ParameterError(ValueError):
-    """A query parameter is wrong; `parameter` names it."""
-
-    def __init__(self, parameter: str, message: str) -> None:
-        super().__init__(message)
-        self.parameter = parameter
-        self.message = message
 
 
 @dataclass(frozen=True)
@@ -99,15 +102,7 @@ def parse_period(start: str | None, end: str | None, now: datetime) -> Period:
 
 def parse_group_by(values: Sequence[str]) -> tuple[str, ...]:
     """Keys from repeated and/or comma-separated group_by values; default ("team",)."""
-    keys = [key.strip() for value in values for key in value.split(",") if key.strip()]
-    for key in keys:
-        if key not in GROUP_KEYS:
-            raise ParameterError(
-                "group_by", f"group_by: unknown key {key!r}; choose from {', '.join(GROUP_KEYS)}."
-            )
-    if len(set(keys)) != len(keys):
-        raise ParameterError("group_by", f"group_by repeats a key: {', '.join(keys)}.")
-    return tuple(keys) or ("team",)
+    return parse_keys("group_by", values, GROUP_KEYS)
 
 
 def overlapping(records: QuerySet[UsageRecord], period: Period) -> QuerySet[UsageRecord]:
@@ -115,7 +110,22 @@ def overlapping(records: QuerySet[UsageRecord], period: Period) -> QuerySet[Usag
 
 
 def _inside(period: Period) -> Q:
-    return Q(start__gte=period.start, end__lte=period.end, closed=True, cost__isnull=False)
+    """Closed, priced rows wholly inside the period. The bound on start that end <= period.end
+    implies keeps the read to one range of the (start, end) index."""
+    return Q(
+        start__gte=period.start,
+        start__lte=period.end,
+        end__lte=period.end,
+        closed=True,
+        cost__isnull=False,
+    )
+
+
+def _overlapping_rows(records: QuerySet[UsageRecord], period: Period) -> QuerySet[UsageRecord]:
+    """`overlapping`, bounded below: a row overlapping the period starts in the month of the
+    period's start or later (rows never cross a UTC month boundary; an open row is cut at one
+    by the accrual), so the read is one range of the (start, end) index, not the ledger's past."""
+    return overlapping(records, period).filter(start__gte=rating.month_start(period.start))
 
 
 def _edge(period: Period) -> Q:
@@ -130,38 +140,51 @@ def _edge(period: Period) -> Q:
     )
 
 
-def _fields(keys: Sequence[str]) -> list[str]:
-    return [f"{key}_id" for key in keys]
+Ids = tuple[Any, ...]
+
+
+def sort_key(ids: Ids) -> tuple[tuple[bool, Any], ...]:
+    """Orders group ids whose values may be NULL (no department, no such label)."""
+    return tuple((value is not None, value) for value in ids)
+
+
+def _rated(record: UsageRecord, period: Period, price_list: rating.PriceList) -> Totals:
+    totals = Totals()
+    for charge in rating.rate([interval_of(record, period.start, period.end)], price_list):
+        totals.add(charge.unit_hours, charge.gpu_equivalent_hours, charge.cost)
+    return totals
 
 
 def _edge_totals(
     records: QuerySet[UsageRecord], period: Period, keys: Sequence[str]
-) -> dict[tuple[int, ...], Totals]:
+) -> dict[Ids, Totals]:
     """Rows overlapping the period that the database cannot sum: priced here, clipped."""
+    aliases = expressions(keys)
     edges = (
-        overlapping(records, period)
+        _overlapping_rows(records, period)
         .filter(_edge(period))
-        .select_related(*RELATED)
+        .annotate(**aliases)
         .order_by()  # no ORDER BY: it would steer a server-side cursor to a full index walk
     )
-    out: dict[tuple[int, ...], Totals] = {}
+    out: dict[Ids, Totals] = {}
     price_list: rating.PriceList | None = None
+    related: Related | None = None
     for record in edges.iterator(chunk_size=2000):
-        if price_list is None:
-            price_list = load_price_list()
-        charges = rating.rate([interval_of(record, period.start, period.end)], price_list)
-        key = tuple(getattr(record, field) for field in _fields(keys))
-        totals = out.setdefault(key, Totals())
-        for charge in charges:
-            totals.add(charge.unit_hours, charge.gpu_equivalent_hours, charge.cost)
+        price_list = price_list or load_price_list()
+        related = related or Related()
+        rated = _rated(related.attach(record), period, price_list)
+        key = tuple(getattr(record, alias) for alias in aliases)
+        out.setdefault(key, Totals()).add(rated.gpu_hours, rated.gpu_equivalent_hours, rated.cost)
     return out
 
 
 class Labels:
-    """Readable names of the ids a group holds (queues as team/queue)."""
+    """Readable names of the values a group holds: names of ids (queues as team/queue,
+    departments as their cohort's name), jobs by id, labels as they are; no department or no
+    such label is ``__unallocated__``."""
 
     def __init__(self, keys: Sequence[str]) -> None:
-        self.names: dict[str, dict[int, str]] = {}
+        self.names: dict[str, dict[Any, str]] = {}
         for key in keys:
             if key == "team":
                 self.names[key] = dict(Team.objects.values_list("pk", "name"))
@@ -178,14 +201,21 @@ class Labels:
                 self.names[key] = dict(ServiceClass.objects.values_list("pk", "name"))
             elif key == "cluster":
                 self.names[key] = dict(Cluster.objects.values_list("pk", "name"))
+            elif key == "department":
+                self.names[key] = dict(Cohort.objects.values_list("pk", "name"))
 
-    def group(self, keys: Sequence[str], ids: Sequence[int]) -> dict[str, str]:
-        return {key: self.names[key].get(pk, str(pk)) for key, pk in zip(keys, ids, strict=True)}
+    def name(self, key: str, value: Any) -> str:
+        if value is None:
+            return UNALLOCATED
+        return self.names.get(key, {}).get(value, str(value))
+
+    def group(self, keys: Sequence[str], ids: Sequence[Any]) -> dict[str, str]:
+        return {key: self.name(key, value) for key, value in zip(keys, ids, strict=True)}
 
 
 def grouped_totals(
     records: QuerySet[UsageRecord], period: Period, keys: Sequence[str], *, stream: bool = False
-) -> Iterator[tuple[tuple[int, ...], Totals]]:
+) -> Iterator[tuple[Ids, Totals]]:
     """(group ids, totals) per group, streamed from a database aggregation (ordered by the ids),
     with the edge rows' charges merged in. Raises `rating.RatingError` when an open or edge
     row's flavor has no price in force -- before the first row, so a stream never breaks off."""
@@ -193,33 +223,83 @@ def grouped_totals(
     return _merged(records, period, keys, edges, stream)
 
 
-def _merged(
-    records: QuerySet[UsageRecord],
-    period: Period,
-    keys: Sequence[str],
-    edges: dict[tuple[int, ...], Totals],
-    stream: bool,
-) -> Iterator[tuple[tuple[int, ...], Totals]]:
-    fields = _fields(keys)
-    aggregated = (
-        records.filter(_inside(period))
-        .values(*fields)
+def _sums(records: QuerySet[UsageRecord], aliases: dict[str, Any], *extra: str) -> Any:
+    return (
+        records.values(*extra, **aliases)
         .annotate(
             gpu_hours=Sum("unit_hours"),
             gpu_equivalent_hours=Sum("gpu_equivalent_hours"),
             cost=Sum("cost"),
         )
-        .order_by(*fields)
+        .order_by(*extra, *aliases)
     )
+
+
+def _merged(
+    records: QuerySet[UsageRecord],
+    period: Period,
+    keys: Sequence[str],
+    edges: dict[Ids, Totals],
+    stream: bool,
+) -> Iterator[tuple[Ids, Totals]]:
+    aliases = expressions(keys)
+    aggregated = _sums(records.filter(_inside(period)), aliases)
     # Streaming reads the groups through a server-side cursor (memory stays flat however many
     # groups); otherwise one plain query, which PostgreSQL may run in parallel.
     for item in aggregated.iterator(chunk_size=2000) if stream else list(aggregated):
-        ids = tuple(item[field] for field in fields)
+        ids = tuple(item[alias] for alias in aliases)
         totals = edges.pop(ids, None) or Totals()
         totals.add(item["gpu_hours"], item["gpu_equivalent_hours"], item["cost"])
         yield ids, totals
-    for ids in sorted(edges):
+    for ids in sorted(edges, key=sort_key):
         yield ids, edges[ids]
+
+
+def stepped_totals(
+    records: QuerySet[UsageRecord], parts: Sequence[Period], keys: Sequence[str]
+) -> list[dict[Ids, Totals]]:
+    """`grouped_totals` of each of consecutive periods (steps: each starts where the previous
+    ends), with the same numbers, in two reads whatever the number of steps: one GROUP BY of the
+    closed, priced rows lying wholly inside one step (grouped by step and keys), and one read
+    of the others (open, unpriced, or crossing a step's or the window's bounds), each priced in
+    every step it overlaps, clipped to it."""
+    if len(parts) == 1:  # the chargeback's own reads: the edge rows from narrow index ranges
+        return [dict(grouped_totals(records, parts[0], keys))]
+    if not parts:
+        return []
+    window = Period(parts[0].start, parts[-1].end)
+    ends = [part.end for part in parts]
+    step = step_of(ends)
+    aliases = expressions(keys)
+    out: list[dict[Ids, Totals]] = [{} for _ in parts]
+    edges = (
+        _overlapping_rows(records, window)
+        .alias(step=step)
+        .filter(_edge(window) | Q(step__isnull=True))
+        .values(*VALUE_FIELDS, **aliases)
+        .order_by()
+    )
+    price_list: rating.PriceList | None = None
+    related: Related | None = None
+    for row in edges.iterator(chunk_size=2000):
+        price_list = price_list or load_price_list()
+        related = related or Related()
+        ids = tuple(row[alias] for alias in aliases)
+        first = bisect_right(ends, row["start"])
+        last = min(bisect_left(ends, row["end"]), len(parts) - 1)
+        for index in range(first, last + 1):
+            part = parts[index]
+            interval = related.interval(row, part.start, part.end)
+            totals = out[index].setdefault(ids, Totals())
+            for charge in rating.rate([interval], price_list):
+                totals.add(charge.unit_hours, charge.gpu_equivalent_hours, charge.cost)
+    inside = records.filter(_inside(window)).annotate(step_index=step)
+    for item in _sums(inside.filter(step_index__isnull=False), aliases, "step_index"):
+        ids = tuple(item[alias] for alias in aliases)
+        out[item["step_index"]].setdefault(ids, Totals()).add(
+            item["gpu_hours"], item["gpu_equivalent_hours"], item["cost"]
+        )
+    return out
 
 
 def chargeback_rows(

@@ -21,7 +21,7 @@ from accounting.chargeback import Period, overlapping
 from accounting.models import UsageRecord
 from accounting.pricing import (
     GPU_EQUIVALENT_QUANTUM,
-    RELATED,
+    Related,
     gpu_equivalent_of,
     interval_of,
     load_price_list,
@@ -103,9 +103,13 @@ def current_capacities(
 def _rated(period: Period) -> tuple[list[rating.Charge], rating.PriceList]:
     """Every ledger row's charge inside the period, and the price list it was rated with."""
     price_list = load_price_list()
-    records = overlapping(UsageRecord.objects.all(), period).select_related(*RELATED)
+    records = overlapping(UsageRecord.objects.all(), period)
+    related = Related()
     charges = rating.rate(
-        (interval_of(r, period.start, period.end) for r in records.iterator(chunk_size=2000)),
+        (
+            interval_of(related.attach(r), period.start, period.end)
+            for r in records.iterator(chunk_size=2000)
+        ),
         price_list,
     )
     return charges, price_list

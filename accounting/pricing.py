@@ -12,16 +12,17 @@ Rules:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 
 from accounting import rating
 from accounting.models import ClassMultiplier, FlavorPrice, UsageRecord
-from queues.models import Flavor, ServiceClass
+from queues.models import Cluster, Flavor, Queue, ServiceClass, Team
 
 BEGINNING = datetime(1970, 1, 1, tzinfo=UTC)
 GPU_EQUIVALENT_QUANTUM = Decimal("0.000001")
@@ -117,3 +118,56 @@ def record_price_change(actor: Any, instance: FlavorPrice | ClassMultiplier) -> 
 
 
 RELATED = ("team", "queue", "user", "cluster", "flavor", "service_class")
+
+
+class Related:
+    """The rows of the small tables ledger rows refer to (RELATED), read once, set on each
+    ledger row read without joins so `interval_of` finds them. Reading the ledger with
+    select_related(*RELATED) instead lets SQLite's planner walk the ledger once per user,
+    flavor, class and cluster: a minute for a month of a 1M-row ledger (0.2 s without)."""
+
+    def __init__(self) -> None:
+        user = get_user_model()
+        self.objects: dict[str, dict[int, Any]] = {
+            "team": {t.pk: t for t in Team.objects.only("pk", "name")},
+            "queue": {q.pk: q for q in Queue.objects.only("pk", "name", "team_id")},
+            "user": {u.pk: u for u in user.objects.only("pk", user.USERNAME_FIELD)},
+            "cluster": {c.pk: c for c in Cluster.objects.only("pk", "name")},
+            "flavor": {f.pk: f for f in Flavor.objects.all()},
+            "service_class": {c.pk: c for c in ServiceClass.objects.only("pk", "name")},
+        }
+
+    def attach(self, record: UsageRecord) -> UsageRecord:
+        for name, objects in self.objects.items():
+            setattr(record, name, objects[getattr(record, f"{name}_id")])
+        return record
+
+    def interval(
+        self, row: Mapping[str, Any], start: datetime, end: datetime
+    ) -> rating.UsageInterval:
+        """`interval_of` for a ledger row read as values (VALUE_FIELDS), clipped to
+        [start, end): no model instance, for the reads that price many rows."""
+        team = self.objects["team"][row["team_id"]].name
+        lower, upper = max(row["start"], start), min(row["end"], end)
+        return rating.UsageInterval(
+            job_id=str(row["job_id"]),
+            team=team,
+            queue=f"{team}/{self.objects['queue'][row['queue_id']].name}",
+            user=self.objects["user"][row["user_id"]].get_username(),
+            cluster=self.objects["cluster"][row["cluster_id"]].name,
+            flavor=self.objects["flavor"][row["flavor_id"]].name,
+            service_class=self.objects["service_class"][row["service_class_id"]].name,
+            units=row["units"],
+            gpu_equivalent=row["gpu_equivalent"],
+            start=lower,
+            end=max(lower, upper),
+        )
+
+
+VALUE_FIELDS = (
+    *(f"{name}_id" for name in ("job", *RELATED)),
+    "units",
+    "gpu_equivalent",
+    "start",
+    "end",
+)

@@ -1,6 +1,7 @@
 """The usage report page (/chargeback/report/, as Slurm's sreport): GPU-hours, cost and
-utilization per team over a period by day, week or month, a stacked bar chart (server-side SVG)
-and the allocation API's CSV as export. Finance and platform admins only.
+utilization per team or department (the queue's cohort) over a period by day, week or month, a
+stacked bar chart (server-side SVG) and the allocation API's CSV as export. Finance and
+platform admins only.
 
 Numbers are the allocation API's (`accounting.allocation`): cost per team per step from the
 ledger, capacity and idle from the recorded capacity history (`accounting.idle`).
@@ -29,6 +30,7 @@ from dashboards.figures import colour_of
 from gpuplatform import access
 
 STEPS = ("day", "week", "month")
+GROUPS = ("team", "department")
 CHART_WIDTH, CHART_HEIGHT = 720, 240
 
 
@@ -49,17 +51,25 @@ class Line:
         return f"{100 * self.allocated_hours / self.capacity_hours:.1f} %"
 
 
-def _lines(period: allocation.Period, step: str) -> tuple[list[Line], list[str]]:
+def _lines(period: allocation.Period, step: str, by: str) -> tuple[list[Line], list[str]]:
     records = UsageRecord.objects.all()
+    parts = allocation.steps(period, allocation.parse_step(step))
+    sets = allocation.allocation_sets(
+        records,
+        records,
+        period,
+        allocation.parse_step(step),
+        (by,),
+        accumulate=False,
+        include_idle=False,
+        share_idle=False,
+    )
     lines: list[Line] = []
-    teams: set[str] = set()
-    for part in allocation.steps(period, allocation.parse_step(step)):
-        one = allocation.allocation_set(
-            records, records, part, ("team",), include_idle=False, share_idle=False
-        )
+    groups: set[str] = set()
+    for part, one in zip(parts, sets, strict=True):
         idle = idle_lines(part)
         costs = {name: rating.quantize_money(item.totals.cost) for name, item in one.items()}
-        teams.update(costs)
+        groups.update(costs)
         lines.append(
             Line(
                 start=f"{part.start:%Y-%m-%d}",
@@ -72,7 +82,7 @@ def _lines(period: allocation.Period, step: str) -> tuple[list[Line], list[str]]
                 allocated_hours=sum((i.allocated_gpu_equivalent_hours for i in idle), Decimal(0)),
             )
         )
-    return lines, sorted(teams)
+    return lines, sorted(groups)
 
 
 def _chart(lines: list[Line], teams: list[str]) -> None:
@@ -104,19 +114,22 @@ def report_page(request: HttpRequest) -> HttpResponse:
         raise PermissionDenied("The usage report is for finance and platform admins.")
     now = timezone.now()
     step = request.GET.get("step", "day")
+    by = request.GET.get("by", "team")
     error = ""
     if step not in STEPS:
         error, step = f"step={step!r}: choose day, week or month.", "day"
+    if by not in GROUPS:
+        error, by = f"by={by!r}: choose team or department.", "team"
     try:
         period = parse_period(request.GET.get("start"), request.GET.get("end"), now)
-        lines, teams = _lines(period, step)
+        lines, teams = _lines(period, step, by)
     except (ParameterError, rating.RatingError) as problem:
         error = str(problem)
         period = parse_period(None, None, now)
         lines, teams = [], []
     _chart(lines, teams)
     window = f"{period.start:%Y-%m-%dT%H:%M:%SZ},{period.end:%Y-%m-%dT%H:%M:%SZ}"
-    export = {"window": window, "step": step, "aggregate": "team", "format": "csv"}
+    export = {"window": window, "step": step, "aggregate": by, "format": "csv"}
     return render(
         request,
         "accounting/report.html",
@@ -125,6 +138,8 @@ def report_page(request: HttpRequest) -> HttpResponse:
             "end": f"{period.end:%Y-%m-%d}",
             "step": step,
             "steps": STEPS,
+            "by": by,
+            "groups": GROUPS,
             "lines": lines,
             "teams": [(team, colour_of(team)) for team in teams],
             "currency": currency(),

@@ -139,7 +139,10 @@ ALLOCATION_PARAMETERS = [
         "start,end (RFC 3339 or unix seconds).",
     ),
     OpenApiParameter(
-        "aggregate", str, description="team, queue, user, flavor, service_class, cluster, job."
+        "aggregate",
+        str,
+        description="team, queue, user, flavor, service_class, cluster, department (the "
+        "queue's cohort), job, label:<key> (the job's label); missing: __unallocated__.",
     ),
     OpenApiParameter("step", str, description="hour, day, week, month or 1h/1d/7d."),
     OpenApiParameter("accumulate", bool, description="Sum the steps into one set."),

@@ -302,3 +302,34 @@ def test_an_hour_without_a_sample_of_a_flavor_sampled_elsewhere_had_no_capacity(
 
     # sim: 09-10 8 - 6 = 2; 10-11 none; 11-13 3 + 3: 8 GPU-h; other: 8 GPU-h from 10:00 to 11:00
     assert body["data"][0]["__idle__"]["gpuHours"] == 16
+
+
+def test_share_idle_on_last_month_uses_that_months_capacity_not_todays(
+    usage, node, cluster, flavor_h100, finance_user, monkeypatch
+):
+    """OpenCost's `window=lastmonth&shareIdle=true` asked in April: March's samples say 10 GPUs
+    all month and 16 from 09:00 to 13:00 on 2026-03-02; today the cluster has 8."""
+    march = datetime(2026, 3, 1, tzinfo=UTC)
+    CapacitySample.objects.bulk_create(
+        CapacitySample(
+            bucket_start=march + hour * (at(1) - at(0)), bucket_seconds=ONE_HOUR,
+            cluster=cluster, flavor=flavor_h100, failed_gpu_equivalent=0,
+            capacity_gpu_equivalent=16 if 24 + 9 <= hour < 24 + 13 else 10,
+        )
+        for hour in range(31 * 24)
+    )  # fmt: skip
+    monkeypatch.setattr(
+        "accounting.api.finance.timezone.now", lambda: datetime(2026, 4, 15, 8, tzinfo=UTC)
+    )
+
+    body = get(finance_user, window="lastmonth", shareIdle="true").json()
+
+    team_a, team_b = body["data"][0]["team-a"], body["data"][0]["team-b"]
+    assert team_a["window"]["start"] == "2026-03-01T00:00:00+00:00"
+    # capacity 10 x 740 + 16 x 4 = 7464 GPU-h, used 6 + 7 + 5 + 5 + 4 x 0.5 = 25: 7439 idle
+    # at 2.00 = 14878.00, shared by cost 14 : 36 (today's 8 GPUs would give 5927 idle)
+    assert (team_a["gpuCost"], team_a["sharedCost"]) == (14, 4165.84)
+    assert (team_b["gpuCost"], team_b["sharedCost"]) == (36, 10712.16)
+    assert team_b["totalCost"] == 10748.16
+    with_idle = get(finance_user, window="lastmonth", includeIdle="true").json()["data"][0]
+    assert (with_idle["__idle__"]["gpuHours"], with_idle["__idle__"]["totalCost"]) == (7439, 14878)
