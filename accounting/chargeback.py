@@ -14,6 +14,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time
 from decimal import Decimal
+from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.db.models import Q, QuerySet, Sum
@@ -21,7 +22,7 @@ from django.utils.dateparse import parse_date, parse_datetime
 
 from accounting import rating
 from accounting.models import UsageRecord
-from accounting.pricing import RELATED, currency, interval_of, load_price_list
+from accounting.pricing import currency, load_price_list
 from queues.models import Cluster, Flavor, Queue, ServiceClass, Team
 
 GROUP_KEYS = ("team", "queue", "user", "flavor", "service_class", "cluster")
@@ -137,24 +138,67 @@ def _fields(keys: Sequence[str]) -> list[str]:
 def _edge_totals(
     records: QuerySet[UsageRecord], period: Period, keys: Sequence[str]
 ) -> dict[tuple[int, ...], Totals]:
-    """Rows overlapping the period that the database cannot sum: priced here, clipped."""
+    """Rows overlapping the period that the database cannot sum: priced here, clipped.
+
+    Read as plain values, without model instances or joins, and rows with the same rating
+    inputs (flavor, class, units, GPU-equivalent, clipped start and end: jobs started by the
+    same cycle) are rated once. A charge's numbers depend on those inputs alone, so the
+    intervals rated carry placeholders for the team, queue, user and cluster."""
+    fields = _fields(keys)
     edges = (
         overlapping(records, period)
         .filter(_edge(period))
-        .select_related(*RELATED)
         .order_by()  # no ORDER BY: it would steer a server-side cursor to a full index walk
+        .values_list(*fields, *EDGE_COLUMNS)
     )
+    width = len(fields)
     out: dict[tuple[int, ...], Totals] = {}
-    price_list: rating.PriceList | None = None
-    for record in edges.iterator(chunk_size=2000):
-        if price_list is None:
-            price_list = load_price_list()
-        charges = rating.rate([interval_of(record, period.start, period.end)], price_list)
-        key = tuple(getattr(record, field) for field in _fields(keys))
-        totals = out.setdefault(key, Totals())
-        for charge in charges:
-            totals.add(charge.unit_hours, charge.gpu_equivalent_hours, charge.cost)
+    rated: dict[tuple[Any, ...], tuple[Decimal, Decimal, Decimal]] = {}
+    names: _Names | None = None
+    for row in edges.iterator(chunk_size=2000):
+        job, flavor, service_class, units, geq, start, end = row[width:]
+        lower, upper = max(start, period.start), min(end, period.end)
+        inputs = (flavor, service_class, units, geq, lower, upper)
+        sums = rated.get(inputs)
+        if sums is None:
+            if names is None:
+                names = _Names()
+            interval = rating.UsageInterval(
+                job_id=str(job), team=UNNAMED, queue=UNNAMED, user=UNNAMED, cluster=UNNAMED,
+                flavor=names.flavor[flavor], service_class=names.service_class[service_class],
+                units=units, gpu_equivalent=geq, start=lower, end=max(lower, upper),
+            )  # fmt: skip
+            charges = rating.rate([interval], names.price_list)
+            sums = rated[inputs] = (
+                sum((c.unit_hours for c in charges), ZERO),
+                sum((c.gpu_equivalent_hours for c in charges), ZERO),
+                sum((c.cost for c in charges), ZERO),
+            )
+        totals = out.setdefault(row[:width], Totals())
+        totals.add(*sums)
     return out
+
+
+UNNAMED = "-"  # what an edge row's interval carries for its labels (they do not price it)
+EDGE_COLUMNS = (
+    "job_id",
+    "flavor_id",
+    "service_class_id",
+    "units",
+    "gpu_equivalent",
+    "start",
+    "end",
+)
+
+
+class _Names:
+    """What rating edge rows needs besides their numbers: the price list and the names of the
+    flavors and classes (read once, when the first edge row comes)."""
+
+    def __init__(self) -> None:
+        self.price_list = load_price_list()
+        self.flavor = dict(Flavor.objects.values_list("pk", "name"))
+        self.service_class = dict(ServiceClass.objects.values_list("pk", "name"))
 
 
 class Labels:
