@@ -17,7 +17,7 @@ from decimal import Decimal
 from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.db.models import Q, QuerySet, Sum
+from django.db.models import Count, Q, QuerySet, Sum
 from django.utils.dateparse import parse_date, parse_datetime
 
 from accounting import rating
@@ -140,23 +140,26 @@ def _edge_totals(
 ) -> dict[tuple[int, ...], Totals]:
     """Rows overlapping the period that the database cannot sum: priced here, clipped.
 
-    Read as plain values, without model instances or joins, and rows with the same rating
-    inputs (flavor, class, units, GPU-equivalent, clipped start and end: jobs started by the
-    same cycle) are rated once. A charge's numbers depend on those inputs alone, so the
-    intervals rated carry placeholders for the team, queue, user and cluster."""
+    Counted by the database per group and rating inputs (flavor, class, units, GPU-equivalent,
+    start and end: the running jobs started by one cycle share them), read as plain values
+    without model instances, and each set of inputs rated once, its sums taken as many times as
+    rows have it. A charge's numbers depend on those inputs alone, so the interval rated carries
+    placeholders for the job, team, queue, user and cluster."""
     fields = _fields(keys)
     edges = (
         overlapping(records, period)
         .filter(_edge(period))
+        .values(*fields, *EDGE_COLUMNS)
+        .annotate(rows=Count("pk"))
         .order_by()  # no ORDER BY: it would steer a server-side cursor to a full index walk
-        .values_list(*fields, *EDGE_COLUMNS)
+        .values_list(*fields, *EDGE_COLUMNS, "rows")
     )
     width = len(fields)
     out: dict[tuple[int, ...], Totals] = {}
     rated: dict[tuple[Any, ...], tuple[Decimal, Decimal, Decimal]] = {}
     names: _Names | None = None
     for row in edges.iterator(chunk_size=2000):
-        job, flavor, service_class, units, geq, start, end = row[width:]
+        flavor, service_class, units, geq, start, end, count = row[width:]
         lower, upper = max(start, period.start), min(end, period.end)
         inputs = (flavor, service_class, units, geq, lower, upper)
         sums = rated.get(inputs)
@@ -164,7 +167,7 @@ def _edge_totals(
             if names is None:
                 names = _Names()
             interval = rating.UsageInterval(
-                job_id=str(job), team=UNNAMED, queue=UNNAMED, user=UNNAMED, cluster=UNNAMED,
+                job_id=UNNAMED, team=UNNAMED, queue=UNNAMED, user=UNNAMED, cluster=UNNAMED,
                 flavor=names.flavor[flavor], service_class=names.service_class[service_class],
                 units=units, gpu_equivalent=geq, start=lower, end=max(lower, upper),
             )  # fmt: skip
@@ -174,14 +177,15 @@ def _edge_totals(
                 sum((c.gpu_equivalent_hours for c in charges), ZERO),
                 sum((c.cost for c in charges), ZERO),
             )
-        totals = out.setdefault(row[:width], Totals())
-        totals.add(*sums)
+        hours, equivalent_hours, cost = sums
+        out.setdefault(row[:width], Totals()).add(
+            hours * count, equivalent_hours * count, cost * count
+        )
     return out
 
 
 UNNAMED = "-"  # what an edge row's interval carries for its labels (they do not price it)
 EDGE_COLUMNS = (
-    "job_id",
     "flavor_id",
     "service_class_id",
     "units",
