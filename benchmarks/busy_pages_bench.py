@@ -24,6 +24,7 @@ import argparse
 import os
 import random
 import statistics
+import subprocess
 import sys
 import threading
 import time
@@ -265,7 +266,6 @@ def main(argv: list[str] | None = None) -> int:
             env.pop("DJANGO_SETTINGS_MODULE", None)
             python = tree / ".venv" / "bin" / "python"
             with Stack(env, folder) as stack:
-                stack.root = tree  # type: ignore[attr-defined]
                 base = _start_web(stack, tree, python, args.web_workers)
                 for name, path, auth in URLS:
                     times = hammer(base, path, auth, credentials, args.concurrency, args.requests)
@@ -283,8 +283,6 @@ def main(argv: list[str] | None = None) -> int:
 
 def _start_web(stack: Any, tree: Path, python: Path, workers: int) -> str:
     """gunicorn of ``tree`` (its code, its interpreter) on a free port; its base URL."""
-    import subprocess
-
     port = free_port()
     with stack.log("web").open("ab") as log:
         child = subprocess.Popen(
