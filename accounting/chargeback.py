@@ -21,7 +21,7 @@ from decimal import Decimal
 from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.db.models import Q, QuerySet, Sum
+from django.db.models import Count, Q, QuerySet, Sum
 from django.utils.dateparse import parse_date, parse_datetime
 
 from accounting import rating
@@ -34,7 +34,7 @@ from accounting.grouping import (
     step_of,
 )
 from accounting.models import UsageRecord
-from accounting.pricing import VALUE_FIELDS, Related, currency, interval_of, load_price_list
+from accounting.pricing import VALUE_FIELDS, Related, currency, load_price_list
 from queues.models import Cluster, Cohort, Flavor, Queue, ServiceClass, Team
 
 ZERO = Decimal(0)
@@ -148,34 +148,75 @@ def sort_key(ids: Ids) -> tuple[tuple[bool, Any], ...]:
     return tuple((value is not None, value) for value in ids)
 
 
-def _rated(record: UsageRecord, period: Period, price_list: rating.PriceList) -> Totals:
-    totals = Totals()
-    for charge in rating.rate([interval_of(record, period.start, period.end)], price_list):
-        totals.add(charge.unit_hours, charge.gpu_equivalent_hours, charge.cost)
-    return totals
-
-
 def _edge_totals(
     records: QuerySet[UsageRecord], period: Period, keys: Sequence[str]
 ) -> dict[Ids, Totals]:
-    """Rows overlapping the period that the database cannot sum: priced here, clipped."""
+    """Rows overlapping the period that the database cannot sum: priced here, clipped.
+
+    Counted by the database per group and rating inputs (flavor, class, units, GPU-equivalent,
+    start and end: the running jobs started by one cycle share them), read as plain values
+    without model instances, and each set of inputs rated once, its sums taken as many times as
+    rows have it. A charge's numbers depend on those inputs alone, so the interval rated carries
+    placeholders for the job, team, queue, user and cluster."""
     aliases = expressions(keys)
     edges = (
         _overlapping_rows(records, period)
         .filter(_edge(period))
         .annotate(**aliases)
+        .values(*aliases, *EDGE_COLUMNS)
+        .annotate(rows=Count("pk"))
         .order_by()  # no ORDER BY: it would steer a server-side cursor to a full index walk
+        .values_list(*aliases, *EDGE_COLUMNS, "rows")
     )
+    width = len(aliases)
     out: dict[Ids, Totals] = {}
-    price_list: rating.PriceList | None = None
-    related: Related | None = None
-    for record in edges.iterator(chunk_size=2000):
-        price_list = price_list or load_price_list()
-        related = related or Related()
-        rated = _rated(related.attach(record), period, price_list)
-        key = tuple(getattr(record, alias) for alias in aliases)
-        out.setdefault(key, Totals()).add(rated.gpu_hours, rated.gpu_equivalent_hours, rated.cost)
+    rated: dict[tuple[Any, ...], tuple[Decimal, Decimal, Decimal]] = {}
+    names: _Names | None = None
+    for row in edges.iterator(chunk_size=2000):
+        flavor, service_class, units, geq, start, end, count = row[width:]
+        lower, upper = max(start, period.start), min(end, period.end)
+        inputs = (flavor, service_class, units, geq, lower, upper)
+        sums = rated.get(inputs)
+        if sums is None:
+            if names is None:
+                names = _Names()
+            interval = rating.UsageInterval(
+                job_id=UNNAMED, team=UNNAMED, queue=UNNAMED, user=UNNAMED, cluster=UNNAMED,
+                flavor=names.flavor[flavor], service_class=names.service_class[service_class],
+                units=units, gpu_equivalent=geq, start=lower, end=max(lower, upper),
+            )  # fmt: skip
+            charges = rating.rate([interval], names.price_list)
+            sums = rated[inputs] = (
+                sum((c.unit_hours for c in charges), ZERO),
+                sum((c.gpu_equivalent_hours for c in charges), ZERO),
+                sum((c.cost for c in charges), ZERO),
+            )
+        hours, equivalent_hours, cost = sums
+        out.setdefault(tuple(row[:width]), Totals()).add(
+            hours * count, equivalent_hours * count, cost * count
+        )
     return out
+
+
+UNNAMED = "-"  # what an edge row's interval carries for its labels (they do not price it)
+EDGE_COLUMNS = (
+    "flavor_id",
+    "service_class_id",
+    "units",
+    "gpu_equivalent",
+    "start",
+    "end",
+)
+
+
+class _Names:
+    """What rating edge rows needs besides their numbers: the price list and the names of the
+    flavors and classes (read once, when the first edge row comes)."""
+
+    def __init__(self) -> None:
+        self.price_list = load_price_list()
+        self.flavor = dict(Flavor.objects.values_list("pk", "name"))
+        self.service_class = dict(ServiceClass.objects.values_list("pk", "name"))
 
 
 class Labels:

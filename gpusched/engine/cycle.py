@@ -25,6 +25,7 @@ from gpusched.engine.backfill import (
 )
 from gpusched.engine.context import build_context
 from gpusched.engine.explain import PendingInfo
+from gpusched.engine.gcpause import cyclic_gc_paused
 from gpusched.engine.growth import grow
 from gpusched.engine.memo import Blocked, WalkMemo
 from gpusched.engine.model import (
@@ -597,4 +598,5 @@ def run_cycle(
     pol = get_policy(policy) if isinstance(policy, str) else policy
     if state is None:
         state = EngineState()
-    return _Cycle(snapshot, pol, explain_pending, state).run()
+    with cyclic_gc_paused():
+        return _Cycle(snapshot, pol, explain_pending, state).run()

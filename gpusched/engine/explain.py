@@ -28,9 +28,13 @@ def _n(value: float) -> str:
     return f"{value:g}"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class PendingInfo:
-    """Why ``job`` is pending after a cycle; ``message`` is the sentence to show."""
+    """Why ``job`` is pending after a cycle; ``message`` is the sentence to show.
+
+    Read-only by convention, not frozen: a cycle makes one per pending job (50,000 in a deep
+    backlog), and a frozen dataclass's ``__init__`` (one ``object.__setattr__`` per field) took
+    a fifth of such a cycle. Make a changed copy with ``dataclasses.replace``."""
 
     job: str
     reason: str

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from heapq import heappop, heappush
 
 from gpusched.engine.model import Snapshot, Topology
 
 Workers = dict[int, int]  # node index -> workers placed there
+DomainKey = tuple[str, ...] | tuple[str, int]  # a domain's label values, or ("", node index)
 
 
 class Layout:
@@ -37,6 +39,9 @@ class Layout:
         self.total: dict[str, dict[str, int]] = {}  # flavor -> cluster -> capacity
         self.domain: dict[str, list[tuple[str, ...] | None]] = {lv: [] for lv in self.levels}
         self.price: dict[tuple[str, str], float] = {}
+        # (flavor, cluster, level, required) -> topology domain -> its node indexes, filled as
+        # placements ask (see ``domain_groups``)
+        self.groups: dict[tuple[str, str, str, bool], dict[DomainKey, list[int]]] = {}
         flavor_price = {f.name: f.price_per_hour for f in snapshot.flavors}
         for cluster in sorted(snapshot.clusters, key=lambda c: c.name):
             for node in sorted(cluster.nodes, key=lambda n: n.name):
@@ -87,11 +92,15 @@ class Capacity:
         self.total = layout.total
         self.domain = layout.domain
         self.price = layout.price
+        self.groups = layout.groups
         base = layout.base_free if free is None else free
         self.free: dict[str, dict[int, int]] = {f: dict(v) for f, v in base.items()}
 
         # flavor -> cluster -> free units -> nodes: finds the best single node without a scan
         self._buckets: dict[str, dict[str, dict[int, set[int]]]] = {}
+        # the same nodes as heaps of (0: partly used / 1: empty, node index), so the best of a
+        # bucket is its top; entries of nodes that left the bucket are dropped when they surface
+        self._heaps: dict[str, dict[str, dict[int, list[tuple[int, int]]]]] = {}
 
     def free_of(self, flavor: str) -> dict[int, int]:
         return self.free.setdefault(flavor, {})
@@ -105,13 +114,23 @@ class Capacity:
         per = self._buckets.get(flavor)
         if per is None:
             return
-        buckets = per.get(self.cluster_of[i])
+        cluster = self.cluster_of[i]
+        buckets = per.get(cluster)
         if buckets is None:
             return
         old = buckets.get(before)
         if old is not None:
             old.discard(i)
-        buckets.setdefault(after, set()).add(i)
+        members = buckets.get(after)
+        if members is None:
+            members = buckets[after] = set()
+        if i not in members:
+            members.add(i)
+            heaps = self._heaps[flavor][cluster]
+            heap = heaps.get(after)
+            if heap is None:
+                heap = heaps[after] = []
+            heappush(heap, (0 if after < self.capacity[i].get(flavor, 0) else 1, i))
 
     def take(self, flavor: str, units: Mapping[int, int]) -> None:
         free = self.free_of(flavor)
@@ -130,22 +149,34 @@ class Capacity:
     def invalidate(self, flavor: str) -> None:
         """Call after changing ``free_of(flavor)`` other than through take/give."""
         self._buckets.pop(flavor, None)
+        self._heaps.pop(flavor, None)
 
     def best_single_node(self, flavor: str, cluster: str, need: int) -> int | None:
-        """The node best fit for ``need`` units: least free that suffices, partly used first."""
+        """The node best fit for ``need`` units: least free that suffices, partly used first,
+        then the lowest index."""
         per = self._buckets.setdefault(flavor, {})
         buckets = per.get(cluster)
         if buckets is None:
             buckets = {}
             free = self.free_of(flavor)
-            for i in self.nodes.get(flavor, {}).get(cluster, ()):
-                buckets.setdefault(free.get(i, 0), set()).add(i)
-            per[cluster] = buckets
-        for value in sorted(v for v, nodes in buckets.items() if v >= need and nodes):
             capacity = self.capacity
-            return min(
-                buckets[value], key=lambda i: (0 if value < capacity[i].get(flavor, 0) else 1, i)
-            )
+            entries: dict[int, list[tuple[int, int]]] = {}
+            for i in self.nodes.get(flavor, {}).get(cluster, ()):
+                value = free.get(i, 0)
+                buckets.setdefault(value, set()).add(i)
+                partly = 0 if value < capacity[i].get(flavor, 0) else 1
+                entries.setdefault(value, []).append((partly, i))
+            for heap in entries.values():
+                heap.sort()  # a sorted list is a heap
+            per[cluster] = buckets
+            self._heaps.setdefault(flavor, {})[cluster] = entries
+        heaps = self._heaps[flavor][cluster]
+        for value in sorted(v for v, nodes in buckets.items() if v >= need and nodes):
+            members = buckets[value]
+            heap = heaps[value]
+            while heap[0][1] not in members:  # left this bucket since it was pushed
+                heappop(heap)
+            return heap[0][1]
         return None
 
     def largest_block(self, flavor: str) -> int:
@@ -179,34 +210,35 @@ def _pack(
     first_fit: bool,
 ) -> Workers | None:
     """Place between ``least`` and ``want`` workers of ``g`` units on ``nodes``, best fit."""
-    slots: list[tuple[int, int, int, int]] = []  # (slots, free, partly_used(0)/empty(1), i)
+    # (-slots, partly used (0) / empty (1), node index, free): sorted as they are, with no key
+    slots: list[tuple[int, int, int, int]] = []
     total = 0
     for i in nodes:
         f = free.get(i, 0)
         if f >= g:
             s = f // g
-            slots.append((s, f, 1 if f >= capacity[i].get(flavor, 0) else 0, i))
+            slots.append((-s, 1 if f >= capacity[i].get(flavor, 0) else 0, i, f))
             total += s
     if total < least:
         return None
     remaining = min(want, total)
     out: Workers = {}
     if first_fit:
-        for s, _f, _e, i in slots:
-            take = min(s, remaining)
+        for neg, _e, i, _f in slots:
+            take = min(-neg, remaining)
             out[i] = take
             remaining -= take
             if remaining == 0:
                 break
         return out
-    slots.sort(key=lambda t: (-t[0], t[2], t[3]))
+    slots.sort()  # most slots first, then partly used, then node index (indexes are unique)
     pos = 0
     while remaining > 0:
-        if slots[pos][0] >= remaining:
+        if -slots[pos][0] >= remaining:
             # best fit: among the nodes that can take the rest, the one left fullest
             best = None
-            for s, f, empty, i in slots[pos:]:
-                if s < remaining:
+            for neg, empty, i, f in slots[pos:]:
+                if -neg < remaining:
                     break
                 key = (f - remaining * g, empty, i)
                 if best is None or key < best:
@@ -214,15 +246,39 @@ def _pack(
             assert best is not None
             out[best[2]] = remaining
             return out
-        s, _f, _e, i = slots[pos]
-        out[i] = s
-        remaining -= s
+        neg, _e, i, _f = slots[pos]
+        out[i] = -neg
+        remaining += neg
         pos += 1
     return out
 
 
 def _leftover(workers: Workers, g: int, free: Mapping[int, int]) -> int:
     return sum(free.get(i, 0) - w * g for i, w in workers.items())
+
+
+def domain_groups(
+    cap: Capacity, cluster: str, flavor: str, topology: Topology
+) -> dict[DomainKey, list[int]]:
+    """The cluster's usable nodes of ``flavor`` by domain of ``topology.level`` (a node without
+    the label is a domain of its own, or left out when the topology is required). Static: the
+    layout keeps it."""
+    key = (flavor, cluster, topology.level, topology.required)
+    groups = cap.groups.get(key)
+    if groups is not None:
+        return groups
+    domain_of = cap.domain[topology.level]
+    groups = {}
+    for i in cap.nodes.get(flavor, {}).get(cluster, ()):
+        d = domain_of[i]
+        if d is None:
+            if topology.required:
+                continue
+            groups[("", i)] = [i]
+        else:
+            groups.setdefault(d, []).append(i)
+    cap.groups[key] = groups
+    return groups
 
 
 def place_in_cluster(
@@ -248,18 +304,9 @@ def place_in_cluster(
             return None
     if topology is None or topology.level not in cap.domain:
         return _pack(nodes, want, least, g, free, cap.capacity, flavor, first_fit)
-    domain_of = cap.domain[topology.level]
-    groups: dict[tuple[str, ...] | tuple[str, int], list[int]] = {}
-    for i in nodes:
-        d = domain_of[i]
-        if d is None:
-            if topology.required:
-                continue
-            groups[("", i)] = [i]
-        else:
-            groups.setdefault(d, []).append(i)
+    groups = domain_groups(cap, cluster, flavor, topology)
     # one domain: the largest size that fits anywhere, then the tightest domain
-    sized: list[tuple[int, int, int, tuple[str, ...] | tuple[str, int]]] = []
+    sized: list[tuple[int, int, int, DomainKey]] = []
     for key, members in groups.items():
         s = sum(free.get(i, 0) // g for i in members)
         if s >= least:

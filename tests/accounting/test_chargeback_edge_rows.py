@@ -1,0 +1,62 @@
+"""The chargeback's edge rows (open, unpriced or cut by the period) are rated once per set of
+equal rating inputs; the sums stay those of rating every row on its own, to the cent."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from accounting import rating
+from accounting.chargeback import Period, grouped_totals
+from accounting.ledger import accrue_usage
+from accounting.models import FlavorPrice, UsageRecord
+from accounting.pricing import interval_of, load_price_list
+from tests.accounting.helpers import at
+
+
+def _rated_row_by_row(period: Period) -> dict[int, tuple[Decimal, Decimal, Decimal]]:
+    """Per team: every overlapping row clipped to the period and rated alone."""
+    prices = load_price_list()
+    out: dict[int, tuple[Decimal, Decimal, Decimal]] = {}
+    records = UsageRecord.objects.filter(start__lt=period.end, end__gt=period.start)
+    for record in records.select_related("team", "queue", "user", "cluster", "flavor"):
+        charges = rating.rate([interval_of(record, period.start, period.end)], prices)
+        hours, equivalent, cost = out.get(record.team_id, (Decimal(0),) * 3)
+        for charge in charges:
+            hours += charge.unit_hours
+            equivalent += charge.gpu_equivalent_hours
+            cost += charge.cost
+        out[record.team_id] = (hours, equivalent, cost)
+    return out
+
+
+def test_jobs_started_by_one_cycle_cost_what_each_costs_rated_alone(
+    script, queue_a, queue_b, researcher_a, researcher_b, h100_price, flavor_h100
+):
+    FlavorPrice.objects.create(
+        flavor=flavor_h100, price_per_unit_hour=Decimal("3.337"), effective_from=at(1.3)
+    )
+    # three jobs of team-a and two of team-b start in the same cycle, the others alone
+    for n, (queue, owner, units, start) in enumerate(
+        [
+            (queue_a, researcher_a, 1, 0.0),
+            (queue_a, researcher_a, 1, 0.0),
+            (queue_a, researcher_a, 1, 0.0),
+            (queue_a, researcher_a, 3, 0.0),
+            (queue_b, researcher_b, 1, 0.0),
+            (queue_b, researcher_b, 1, 0.0),
+            (queue_b, researcher_b, 2, 0.2777),
+            (queue_a, researcher_a, 1, 1.1111),
+        ]
+    ):
+        script(queue=queue, owner=owner, gpus_per_worker=units, name=f"j{n}").run(at(start))
+    accrue_usage(at(0.5))
+    accrue_usage(at(2.0123))  # every row still open, ending at the last accrual
+    # a period cutting the rows' start off, and one holding them whole
+    for period in (Period(at(0.1234), at(5)), Period(at(-24), at(5))):
+        ours = {
+            ids[0]: (totals.gpu_hours, totals.gpu_equivalent_hours, totals.cost)
+            for ids, totals in grouped_totals(UsageRecord.objects.all(), period, ("team",))
+        }
+
+        assert ours == _rated_row_by_row(period)
+        assert all(cost > 0 for _, _, cost in ours.values())

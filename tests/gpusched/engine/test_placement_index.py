@@ -1,0 +1,99 @@
+"""The placement's kept indexes (``placement.Capacity``'s buckets and heaps, the layout's
+topology domains) answer exactly what a scan of the free map answers, after any changes."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gpusched.engine.model import Cluster, Flavor, Node, Snapshot, Topology
+from gpusched.engine.placement import Capacity, Layout, place_in_cluster
+
+FLAVOR = "h100"
+
+
+def _snapshot(sizes: list[int], racks: list[str]) -> Snapshot:
+    nodes = tuple(
+        Node(f"n{i:02d}", {FLAVOR: size}, {"rack": rack} if rack else {})
+        for i, (size, rack) in enumerate(zip(sizes, racks, strict=True))
+    )
+    return Snapshot(
+        now=0.0,
+        flavors=(Flavor(FLAVOR),),
+        clusters=(Cluster("c", nodes),),
+        service_classes=(),
+        queues=(),
+        admitted=(),
+        pending=(),
+        topology_levels=("rack",),
+    )
+
+
+def _scanned_best(cap: Capacity, need: int) -> int | None:
+    """The rule by a scan: least free that suffices, partly used first, lowest index."""
+    free = cap.free_of(FLAVOR)
+    fits = [i for i in cap.nodes[FLAVOR]["c"] if free.get(i, 0) >= need]
+    if not fits:
+        return None
+    return min(
+        fits,
+        key=lambda i: (free[i], 0 if free[i] < cap.capacity[i][FLAVOR] else 1, i),
+    )
+
+
+worlds = st.integers(min_value=1, max_value=12).flatmap(
+    lambda n: st.tuples(
+        st.lists(st.sampled_from([1, 2, 4, 8]), min_size=n, max_size=n),
+        st.lists(st.sampled_from(["", "r1", "r2", "r3"]), min_size=n, max_size=n),
+        st.lists(
+            st.tuples(
+                st.booleans(),  # take (True) or give back (False)
+                st.integers(min_value=0, max_value=n - 1),
+                st.integers(min_value=1, max_value=8),
+                st.integers(min_value=1, max_value=9),  # the next single-node ask
+            ),
+            max_size=40,
+        ),
+    )
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(worlds)
+def test_the_best_single_node_is_the_one_a_scan_finds_after_any_takes_and_gives(
+    world: tuple[list[int], list[str], list[tuple[bool, int, int, int]]],
+) -> None:
+    sizes, racks, changes = world
+    cap = Capacity(Layout(_snapshot(sizes, racks)))
+    assert cap.best_single_node(FLAVOR, "c", 1) == _scanned_best(cap, 1)
+    for take, node, units, need in changes:
+        free = cap.free_of(FLAVOR)
+        if take:
+            cap.take(FLAVOR, {node: min(units, free[node])})
+        else:
+            cap.give(FLAVOR, {node: min(units, sizes[node] - free[node])})
+        assert cap.best_single_node(FLAVOR, "c", need) == _scanned_best(cap, need)
+
+
+@settings(max_examples=100, deadline=None)
+@given(worlds, st.booleans(), st.integers(min_value=1, max_value=6))
+def test_a_topology_placement_on_a_kept_layout_is_the_one_a_fresh_layout_gives(
+    world: tuple[list[int], list[str], list[tuple[bool, int, int, int]]],
+    required: bool,
+    workers: int,
+) -> None:
+    sizes, racks, changes = world
+    snapshot = _snapshot(sizes, racks)
+    kept = Layout(snapshot)
+    for step, (take, node, units, _need) in enumerate(changes):
+        if not take:
+            continue
+        topology = Topology("rack", required != (step % 2 == 1))  # both kinds on one layout
+        cap = Capacity(kept)
+        cap.take(FLAVOR, {node: min(units, cap.free_of(FLAVOR)[node])})
+        fresh = Capacity(Layout(snapshot), cap.free)
+        ours = place_in_cluster(cap, "c", FLAVOR, workers, 1, 1, topology, cap.free_of(FLAVOR))
+        theirs = place_in_cluster(
+            fresh, "c", FLAVOR, workers, 1, 1, topology, fresh.free_of(FLAVOR)
+        )
+        assert ours == theirs
