@@ -118,13 +118,15 @@ def main(argv: list[str] | None = None) -> int:
     from demo.history import draw_history, history_start
     from demo.replay import scenario_of, world_of
     from demo.workload import DEMO_SEED
+    from queues.services import clock
     from queues.services.snapshot import build_snapshot
 
     now = datetime(2026, 3, 9, 12, 0, tzinfo=UTC)  # fixed: the same draws every run
     start = history_start(int(args.days) or 1, now)
     start = max(start, now - timedelta(days=args.days))
     requests = draw_history(start, now, DEMO_SEED if args.seed is None else args.seed)
-    world = world_of(build_snapshot(now).snapshot)
+    # the demo's workload on the jobs' own clock, as demo/history.py replays it
+    world = world_of(build_snapshot(now).snapshot, clock.class_scale())
     cycle = float(settings.CYCLE_INTERVAL)
     scenario = scenario_of(
         world,

@@ -16,11 +16,8 @@ from typing import Literal
 
 from gpusched.engine import explain
 from gpusched.engine.backfill import (
-    estimated_free_time,
-    estimated_start_behind,
     find_reservation,
     limited_free,
-    release_schedule,
     reserved_job_end,
 )
 from gpusched.engine.context import build_context
@@ -43,6 +40,7 @@ from gpusched.engine.policies import Policy, get_policy
 from gpusched.engine.preemption import PreemptionPlan, candidates, plan_preemption
 from gpusched.engine.ranking import JobFacts
 from gpusched.engine.running import DEFAULT_CLASS, RunningJob
+from gpusched.engine.start_estimates import estimated_start
 from gpusched.engine.state import EngineState
 
 MAX_FAILED_PREEMPTIONS = 8  # bound on fruitless preemption searches per cycle
@@ -410,24 +408,14 @@ class _Cycle:
             reserved = reservation is not None and reservation.job == job.name
             if reservation is not None and reserved:
                 estimate = reservation.start
-            elif reason == explain.BEHIND_RESERVATION and reservation is not None:
-                blocker = reservation.job
-                if flavor == reservation.flavor and reserved_end is not None:
-                    if flavor not in schedules:
-                        schedules[flavor] = release_schedule(ctx, flavor)
-                    estimate = estimated_start_behind(
-                        schedules[flavor], ctx.cap.free_total(flavor),
-                        (job.min_workers or job.workers) * job.gpus_per_worker,
-                        reservation, reserved_end,
-                    )  # fmt: skip
+            else:
+                if reason == explain.BEHIND_RESERVATION and reservation is not None:
+                    blocker = reservation.job
+                estimate = estimated_start(ctx, schedules, job, reason, flavor, reserved_end)
             need = (job.min_workers or job.workers) * job.gpus_per_worker
             if flavor not in free_of:
                 free_of[flavor] = (ctx.cap.free_total(flavor), ctx.cap.largest_block(flavor))
             free_total, largest = free_of[flavor]
-            if reason in (explain.CAPACITY, explain.TOPOLOGY) and estimate is None:
-                if flavor not in schedules:
-                    schedules[flavor] = release_schedule(ctx, flavor)
-                estimate = estimated_free_time(schedules[flavor], free_total, need)
             limits = quota.limits(job.queue, flavor)
             pool_size, pool_used = quota.pool_numbers(job.queue, flavor)
             self.infos[job.name] = PendingInfo(

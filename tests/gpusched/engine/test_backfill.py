@@ -233,3 +233,22 @@ def test_a_job_stopped_in_the_same_cycle_frees_nothing_at_its_old_estimated_end(
     assert [a.job for a in result.admits] == ["hi"]
     assert result.reservation is not None
     assert (result.reservation.job, result.reservation.start) == ("gang", 9010)
+
+
+def test_a_job_held_by_the_cohort_pool_is_estimated_to_start_when_its_cohort_gives_back_enough() -> (
+    None
+):
+    """Queue a has used the cohort's whole pool (its 8 lent by nobody else: b lends 4 of its
+    8 and holds them, a borrows them); 12 GPUs are free, but a's next 4 only fit the quota once
+    a's job of 8 ends at t=1000 (before, such a job had no estimated start at all)."""
+    busy = [
+        running("a1", "a", {"n0": 8}, gpus=8, estimated_runtime=1000, started_at=0),
+        running("a2", "a", {"n1": 4}, gpus=4, estimated_runtime=2000, started_at=0),
+        running("b1", "b", {"n1": 4}, gpus=4, estimated_runtime=3000, started_at=0),
+    ]
+    queues = [queue("a", 8, cohort="c"), queue("b", 8, cohort="c", lending_limit=4)]
+    jobs = [pending("next", "a", gpus=4, submitted_at=5, estimated_runtime=100)]
+    result = run_cycle(snapshot(nodes("n", 3, {"h100": 8}), queues, busy, jobs, now=10))
+    info = result.pending["next"]
+    assert info.reason == "cohort-pool" and info.free >= 4
+    assert info.estimated_start == 1000
