@@ -235,9 +235,7 @@ def test_a_job_stopped_in_the_same_cycle_frees_nothing_at_its_old_estimated_end(
     assert (result.reservation.job, result.reservation.start) == ("gang", 9010)
 
 
-def test_a_job_held_by_the_cohort_pool_is_estimated_to_start_when_its_cohort_gives_back_enough() -> (
-    None
-):
+def test_a_job_held_by_the_cohort_pool_is_estimated_to_start_once_its_cohort_gives_back() -> None:
     """Queue a has used the cohort's whole pool (its 8 lent by nobody else: b lends 4 of its
     8 and holds them, a borrows them); 12 GPUs are free, but a's next 4 only fit the quota once
     a's job of 8 ends at t=1000 (before, such a job had no estimated start at all)."""
