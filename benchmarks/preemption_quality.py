@@ -1,0 +1,141 @@
+"""The scheduling-quality numbers of issue 21, from the reports ``run_traces.py`` keeps.
+
+    .venv/bin/python benchmarks/run_traces.py --policies default,greedy --out DIR --keep-reports
+    .venv/bin/python benchmarks/preemption_quality.py DIR
+
+Prints one row per trace and policy:
+
+- mean JCT (finish - submit) over the jobs that finished;
+- lost GPU-hours %: the GPU-equivalent-hours every stopped job had run since its last (re)start
+  (the traces have no checkpoints, so all of it is lost), over the GPU-equivalent-hours used;
+- most stops of one job by reclaim, fair share or priority (node failures etc. not counted);
+- within-nominal wait: mean first-start wait of the jobs that fitted their queue's nominal quota
+  when submitted (the queue's running GPUs in one of the job's flavors, plus the job's, at most
+  that flavor's nominal), under that policy's own run; and how many such jobs there were.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import statistics
+import sys
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from gpusched.sim.traces.metrics import flavor_equivalents
+
+TRACES = ("philly", "alibaba", "itp")
+SCHEDULING_REASONS = ("reclaim", "fair-share", "priority")
+
+
+def load(path: Path) -> Any:
+    with gzip.open(path, "rt") as f:
+        return json.load(f)
+
+
+def quality(report: dict[str, Any], scenario: dict[str, Any]) -> dict[str, Any]:
+    geq = flavor_equivalents(scenario)
+    specs = {j["name"]: j for j in scenario["jobs"]}
+    nominal = {
+        (q["name"], f): (v or {}).get("nominal", 0)
+        for q in scenario["queues"]
+        for f, v in (q.get("quotas") or {}).items()
+    }
+    # submissions and events on one clock; at one instant, releases before admits before submits
+    order = {"finish": 0, "preempt": 0, "admit": 1}
+    timeline: list[tuple[float, int, str, dict[str, Any]]] = [
+        (float(e["t"]), order[e["type"]], e["type"], e)
+        for e in report["events"]
+        if e["type"] in order
+    ]
+    timeline += [(float(j["submit_at"]), 2, "submit", j) for j in scenario["jobs"]]
+    timeline.sort(key=lambda x: (x[0], x[1]))
+    used: dict[tuple[str, str], int] = defaultdict(int)
+    running: dict[str, tuple[float, str, int]] = {}  # job -> (since, flavor, units)
+    used_gpu_s = lost_gpu_s = 0.0
+    stops: Counter[str] = Counter()
+    within: set[str] = set()
+    for t, _, kind, e in timeline:
+        if kind == "submit":
+            need = e["workers"] * e["gpus_per_worker"]
+            flavors = e.get("flavors") or [e["flavor"]]
+            if any(
+                used[(e["queue"], f)] + need <= nominal.get((e["queue"], f), 0) for f in flavors
+            ):
+                within.add(e["name"])
+            continue
+        job = e["job"]
+        if kind == "admit":
+            units = sum(e["placement"].values()) * specs[job]["gpus_per_worker"]
+            running[job] = (t, e["flavor"], units)
+            used[(specs[job]["queue"], e["flavor"])] += units
+            continue
+        if job not in running:
+            continue
+        since, flavor, units = running.pop(job)
+        used[(specs[job]["queue"], flavor)] -= units
+        gpu_s = (t - since) * units * geq[flavor]
+        used_gpu_s += gpu_s
+        if kind == "preempt":
+            lost_gpu_s += gpu_s
+            if e.get("reason") in SCHEDULING_REASONS:
+                stops[job] += 1
+            kept = e.get("placement") or {}
+            if kept:  # a shrink: the job goes on with the kept workers
+                left = sum(kept.values()) * specs[job]["gpus_per_worker"]
+                running[job] = (t, flavor, left)
+                used[(specs[job]["queue"], flavor)] += left
+    jobs = report["jobs"]
+    jct = [
+        float(j["finished_at"]) - float(j["submitted_at"])
+        for j in jobs
+        if j.get("finished_at") is not None
+    ]
+    waits = [
+        float(j["started_at"]) - float(j["submitted_at"])
+        for j in jobs
+        if j["name"] in within and j.get("started_at") is not None
+    ]
+    return {
+        "mean_jct": statistics.fmean(jct) if jct else 0.0,
+        "lost_pct": 100 * lost_gpu_s / used_gpu_s if used_gpu_s else 0.0,
+        "lost_gpu_h": lost_gpu_s / 3600,
+        "most_stops": max(stops.values(), default=0),
+        "stops": sum(stops.values()),
+        "within_wait": statistics.fmean(waits) if waits else 0.0,
+        "within_jobs": len(waits),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("folder", type=Path)
+    parser.add_argument("--traces", default=",".join(TRACES))
+    parser.add_argument("--policies", default="default,greedy")
+    args = parser.parse_args()
+    print(
+        "| trace | policy | mean JCT s | lost GPU-h % | lost GPU-h | stops | most stops of one job "
+        "| within-nominal wait s (jobs) |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    for trace in args.traces.split(","):
+        scenario = load(args.folder / f"{trace}-scenario.json.gz")
+        for policy in args.policies.split(","):
+            path = args.folder / f"{trace}-{policy}.json.gz"
+            if not path.exists():
+                continue
+            q = quality(load(path), scenario)
+            print(
+                f"| {trace} | {policy} | {q['mean_jct']:,.0f} | {q['lost_pct']:.2f} "
+                f"| {q['lost_gpu_h']:,.0f} | {q['stops']:,} | {q['most_stops']} "
+                f"| {q['within_wait']:,.0f} ({q['within_jobs']:,}) |"
+            )
+
+
+if __name__ == "__main__":
+    main()
