@@ -203,15 +203,8 @@ def candidates(ctx: CycleContext, job: PendingJob, flavor: str) -> list[RunningJ
         and now - (r.started_at or 0.0) >= r.cls.min_runtime
     ]
     if others and cohort is not None:
-        # rule 8: a borrowing preemptor stops no job of a queue this cycle admitted a job of
-        # to the flavor (the victim's queue would get GPUs back that the preemptor could use)
-        swapped = (
-            set()
-            if quota.within_nominal(job.queue, flavor, least)
-            else {r.queue for r in ctx.running[ctx.base_running :] if r.flavor == flavor}
-        )
         for q in quota.members.get(cohort, ()):
-            if q != job.queue and q in pool and q not in swapped and quota.borrowing(q, flavor):
+            if q != job.queue and q in pool and quota.borrowing(q, flavor):
                 out.extend(
                     r
                     for r in pool[q].values()
