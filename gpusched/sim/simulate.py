@@ -324,6 +324,7 @@ class Simulator:
                 stopping=job.state == "stopping",
                 release_at=job.release_at if job.state == "stopping" else None,
                 held_for=job.held_for if job.state == "stopping" else None,
+                stops=job.preemptions,
             )
         return Snapshot(
             now=t,
