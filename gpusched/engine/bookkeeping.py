@@ -122,7 +122,6 @@ class Bookkeeping:
                 max_workers=job.max_workers,
                 topology=job.topology,
                 preemptible_now=job.started_at is not None,
-                stops=job.stops,
             )
         entry = Entry(job, workers, running)
         self.entries[key] = entry

@@ -136,7 +136,6 @@ class AdmittedJob:
     stopping: bool = False
     release_at: float | None = None  # stopping: when its GPUs come free
     held_for: str | None = None  # stopping: capacity held for this preemptor
-    stops: int = 0  # times stopped so far by reclaim, fair share or priority (rule 1's bound)
 
     @property
     def max_workers(self) -> int:

@@ -15,7 +15,6 @@ from gpusched.engine.placement import Placement, Workers, place
 from gpusched.engine.running import RunningJob
 
 MAX_CANDIDATES = 256
-MAX_STOPS = 3  # rule 1: a job stopped this many times by reclaim, fair share or priority is kept
 
 
 @dataclass(slots=True)
@@ -201,7 +200,6 @@ def candidates(ctx: CycleContext, job: PendingJob, flavor: str) -> list[RunningJ
         if r.cls.priority < prio
         and r.workers
         and r.preemptible_now
-        and r.stops < MAX_STOPS
         and now - (r.started_at or 0.0) >= r.cls.min_runtime
     ]
     if others and cohort is not None:
@@ -212,7 +210,6 @@ def candidates(ctx: CycleContext, job: PendingJob, flavor: str) -> list[RunningJ
                     for r in pool[q].values()
                     if r.workers
                     and r.preemptible_now
-                    and r.stops < MAX_STOPS
                     and now - (r.started_at or 0.0) >= r.cls.min_runtime
                 )
     if not out:

@@ -27,7 +27,6 @@ class RunningJob:
     max_workers: int
     topology: Topology | None
     preemptible_now: bool  # started, not stopping, not waiting for victims
-    stops: int = 0  # times stopped so far by reclaim, fair share or priority
 
     @property
     def count(self) -> int:

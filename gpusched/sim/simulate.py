@@ -324,7 +324,6 @@ class Simulator:
                 stopping=job.state == "stopping",
                 release_at=job.release_at if job.state == "stopping" else None,
                 held_for=job.held_for if job.state == "stopping" else None,
-                stops=job.preemptions,
             )
         return Snapshot(
             now=t,
