@@ -175,8 +175,8 @@ class Conservation:
         spend the engine's bound on fruitless preemption searches before this one."""
         replay = self.replay
         spec = replay.queues[job.queue]
-        if spec.cohort is None:
-            return
+        if spec.cohort is None or replay.tree.nested(job.queue):
+            return  # in a cohort tree, invariant 7 has its own tests (docs/SCHEDULING.md 6)
         need = (job.min_workers or job.workers) * job.gpus_per_worker
         for flavor in job.flavors:
             quota = spec.quotas.get(flavor)
@@ -274,6 +274,10 @@ class Conservation:
                 return False
         if spec.cohort is None:
             return True
+        if replay.tree.nested(job.queue):  # every cohort up to the root within its limit
+            trial = dict(quota_used)
+            trial[job.queue, flavor] = after
+            return not replay.tree.over(job.queue, flavor, trial)
         pool, drawn = pool_of(replay, spec.cohort, flavor, quota_used)
         reserved = nominal - lent(quota)
         need = max(0, after - reserved) - max(0, used - reserved)
