@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -633,3 +634,16 @@ def test_reclaim_from_a_department_within_its_capacity_is_caught() -> None:
         "t=10: preempt b1: reclaim across cohorts for a1, but cohort biology (between b and "
         "its common cohort with a) is not borrowing",
     ]
+
+
+def test_the_flat_engine_breaks_a_trees_limits_and_the_tree_engine_keeps_them() -> None:
+    """The checker reads the tree from the scenario alone: a report made as if the cohorts
+    were flat (every queue in one pool) breaks physics' borrowing limit."""
+    from gpusched.sim.simulate import simulate
+
+    tree = load_scenario(SCENARIOS / "cohort-tree-borrow-reclaim.yaml")
+    flat_queues = tuple(replace(q, cohort="org") for q in tree.queues)
+    flat = replace(tree, cohorts=(), queues=flat_queues)
+    broken = check_report(tree, simulate(flat), conservation=False)
+    assert any("cohort physics of h100 uses" in line for line in broken), broken
+    assert check_report(tree, simulate(tree)) == []
