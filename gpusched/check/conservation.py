@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from gpusched.check.jobs import EPS, fmt
@@ -43,6 +43,10 @@ class Waiting:
 
     flavor: str | None  # None: no later admit tells where it would have run
     placement: dict[str, int]
+    # GPUs shrunk from its victims, held for it until it starts (rule 7), with their quota:
+    # (queue, flavor, node) -> GPUs. A shrink without a grace period of its own shows them
+    # free at once in the report; the engine holds them with the other victims' GPUs.
+    shrunk: dict[tuple[str, str, str], int] = field(default_factory=dict)
 
 
 @dataclass
@@ -91,6 +95,15 @@ class Conservation:
         else:
             self.waiting[by] = Waiting(None, {})
 
+    def shrunk(self, by: str, queue: str, flavor: str, removed: Mapping[str, int]) -> None:
+        """A victim of ``by`` gave up ``removed`` GPUs per node (a shrink)."""
+        waiting = self.waiting.get(by)
+        if waiting is None:
+            return  # its preemptor starts at once
+        for node, gpus in removed.items():
+            key = (queue, flavor, node)
+            waiting.shrunk[key] = waiting.shrunk.get(key, 0) + gpus
+
     def started(self, job: str) -> None:
         self.waiting.pop(job, None)
 
@@ -132,6 +145,9 @@ class Conservation:
             for node, gpus in w.placement.items():
                 used[node, flavor] += max(0, gpus - held[name].get(node, 0))
             quota_used[spec.queue, flavor] += sum(w.placement.values())
+            for (queue, shrunk_flavor, node), gpus in w.shrunk.items():
+                used[node, shrunk_flavor] += gpus
+                quota_used[queue, shrunk_flavor] += gpus
             if not replay.classes[spec.service_class].can_borrow:
                 nominal_only.add(spec.queue)
         res = self.reserved

@@ -287,6 +287,12 @@ class Replay:
             by = event.get("by")
             if isinstance(by, str):
                 self.conservation.preempted(t, job.name, by)
+                removed = {
+                    node: gpus - new.placement.get(node, 0)
+                    for node, gpus in old.placement.items()
+                    if gpus > new.placement.get(node, 0)
+                }
+                self.conservation.shrunk(by, job.queue, old.flavor, removed)
         self.conservation.scaled_now.add(job.name)
         if new.workers < old.workers:
             shrunk = sum(old.placement.values()) - sum(new.placement.values())

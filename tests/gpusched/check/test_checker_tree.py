@@ -74,3 +74,37 @@ def test_the_flat_engine_breaks_a_trees_limits_and_the_tree_engine_keeps_them() 
     broken = check_report(tree, simulate(flat), conservation=False)
     assert any("cohort physics of h100 uses" in line for line in broken), broken
     assert check_report(tree, simulate(tree)) == []
+
+
+def test_gpus_shrunk_for_a_waiting_preemptor_stay_held_until_it_starts() -> None:
+    """Rule 7: a preemptor that waits for a victim's grace period holds every victim's GPUs,
+    also those of a victim shrunk without a grace period of its own (the report shows them
+    free at once). Found on a large tree, where one shared pool makes it common."""
+    queues = [
+        {"name": "a", "cohort": "c", "quotas": {"h100": {"nominal": 16}}},
+        {"name": "b", "cohort": "c", "quotas": {"h100": {"nominal": 8}}},
+    ]
+    jobs = [
+        _job("e1", cls="low", workers=4, gpus_per_worker=2, min_workers=1, duration=None),
+        _job("s1", gpus_per_worker=8, duration=None),
+        _job("p1", cls="prod", submit_at=1000, gpus_per_worker=8, duration=None),
+        _job("w1", queue="b", cls="low", submit_at=1000, duration=None),
+    ]
+    scenario = _scenario(jobs, queues=queues)
+    events = [
+        _admit(0, "e1", {"n1": 8}, workers=4),
+        _admit(0, "s1", {"n2": 8}),
+        {"t": 1000, "type": "scale", "job": "e1", "workers": 1, "placement": {"n1": 2},
+         "by": "p1", "reason": "priority", "release_at": 1000},
+        {"t": 1000, "type": "preempt", "job": "s1", "by": "p1", "reason": "priority"},
+        {"t": 1000, "type": "requeue", "job": "s1"},
+        _admit(1030, "p1", {"n2": 8}),
+        _admit(1030, "w1", {"n1": 4}, queue="b"),
+    ]  # fmt: skip
+    assert _check(scenario, events, conservation=True) == []
+    # once the preemptor runs, the shrunk GPUs are free to the next job at once
+    late = [*events[:-1], _admit(1100, "w1", {"n1": 4}, queue="b")]
+    assert _check(scenario, late, conservation=True) == [
+        "t=1030: job w1: still pending after the cycle, although its quota and free capacity "
+        "of h100 hold it (work conservation)"
+    ]
