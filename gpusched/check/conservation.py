@@ -43,9 +43,9 @@ class Waiting:
 
     flavor: str | None  # None: no later admit tells where it would have run
     placement: dict[str, int]
-    # GPUs shrunk from its victims, held for it until it starts (rule 7), with their quota:
-    # (queue, flavor, node) -> GPUs. A shrink without a grace period of its own shows them
-    # free at once in the report; the engine holds them with the other victims' GPUs.
+    # GPUs of its victims without a grace period of their own (shrunk or stopped), held for it
+    # until it starts (rule 7), with their quota: (queue, flavor, node) -> GPUs. The report
+    # shows them free at once; the engine holds them with the other victims' GPUs.
     shrunk: dict[tuple[str, str, str], int] = field(default_factory=dict)
 
 
@@ -96,7 +96,8 @@ class Conservation:
             self.waiting[by] = Waiting(None, {})
 
     def shrunk(self, by: str, queue: str, flavor: str, removed: Mapping[str, int]) -> None:
-        """A victim of ``by`` gave up ``removed`` GPUs per node (a shrink)."""
+        """A victim of ``by`` gave up ``removed`` GPUs per node at once (shrunk, or stopped
+        without a grace period)."""
         waiting = self.waiting.get(by)
         if waiting is None:
             return  # its preemptor starts at once

@@ -448,6 +448,9 @@ class Replay:
         if isinstance(by, str):
             self.held_by[job.name] = by
         self.conservation.preempted(t, job.name, by if isinstance(by, str) else None)
+        if isinstance(by, str) and self.grace(job) <= 0:
+            # free at once in the report, but held for a preemptor that waits for others
+            self.conservation.shrunk(by, job.queue, alloc.flavor, alloc.placement)
         self.stop(t, job)
 
     def started_in_time(self, name: str, t: float, deadline: float, last_t: float) -> bool:

@@ -108,3 +108,28 @@ def test_gpus_shrunk_for_a_waiting_preemptor_stay_held_until_it_starts() -> None
         "t=1030: job w1: still pending after the cycle, although its quota and free capacity "
         "of h100 hold it (work conservation)"
     ]
+
+
+def test_gpus_of_a_victim_stopped_without_grace_stay_held_for_a_waiting_preemptor() -> None:
+    queues = [
+        {"name": "a", "cohort": "c", "quotas": {"h100": {"nominal": 16}}},
+        {"name": "b", "cohort": "c", "quotas": {"h100": {"nominal": 8}}},
+    ]
+    jobs = [
+        _job("l1", cls="low", gpus_per_worker=8, duration=None),
+        _job("s1", gpus_per_worker=8, duration=None),
+        _job("p1", cls="prod", submit_at=1000, workers=2, gpus_per_worker=4, duration=None),
+        _job("w1", queue="b", cls="low", submit_at=1000, duration=None),
+    ]
+    scenario = _scenario(jobs, queues=queues)
+    events = [
+        _admit(0, "l1", {"n1": 8}),
+        _admit(0, "s1", {"n2": 8}),
+        {"t": 1000, "type": "preempt", "job": "l1", "by": "p1", "reason": "priority"},
+        {"t": 1000, "type": "requeue", "job": "l1"},
+        {"t": 1000, "type": "preempt", "job": "s1", "by": "p1", "reason": "priority"},
+        {"t": 1000, "type": "requeue", "job": "s1"},
+        _admit(1030, "p1", {"n1": 4, "n2": 4}, workers=2),
+        _admit(1030, "w1", {"n1": 4}, queue="b"),
+    ]
+    assert _check(scenario, events, conservation=True) == []
