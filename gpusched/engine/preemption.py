@@ -210,7 +210,9 @@ def candidates(ctx: CycleContext, job: PendingJob, flavor: str) -> list[RunningJ
         for q in quota.tree_members(job.queue):
             if q == job.queue or q not in pool:
                 continue
-            if hierarchical:  # rules 2 and 3 at the lowest common cohort (section 2a)
+            if not quota.borrowing(q, flavor):
+                continue  # rules 2 and 3 need the victim's queue borrowing
+            if hierarchical:  # and, in a tree, its side below the lowest common cohort
                 levels[q] = _at, mine_node, their_node = quota.meeting(job.queue, q)
                 if not quota.borrowing_up_to(q, flavor, their_node):
                     continue
@@ -218,8 +220,6 @@ def candidates(ctx: CycleContext, job: PendingJob, flavor: str) -> list[RunningJ
                     job.queue, flavor, least, mine_node
                 ):
                     continue
-            elif not quota.borrowing(q, flavor):
-                continue
             out.extend(
                 r
                 for r in pool[q].values()
@@ -231,7 +231,7 @@ def candidates(ctx: CycleContext, job: PendingJob, flavor: str) -> list[RunningJ
         return out
     shares = {q: quota.share(q) for q in {r.queue for r in out}}
     # across a tree: the share of the victim's side at the lowest common cohort comes first
-    side = {q: -quota.level_share(q, levels[q][2], levels[q][0]) for q in levels}
+    side = {q: -quota.level_share(q, levels[q][2], levels[q][0]) for q in shares if q in levels}
 
     def key(r: RunningJob) -> tuple[int, float, float, int, float, str]:
         own = 1 if r.queue == job.queue else 0
