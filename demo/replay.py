@@ -24,6 +24,7 @@ from gpusched.engine.explain import PendingInfo
 from gpusched.engine.model import Admit, CycleResult, Scale, Snapshot, Stop
 from gpusched.sim.scenario import (
     ClusterSpec,
+    CohortSpec,
     EventSpec,
     FlavorSpec,
     JobSpec,
@@ -56,6 +57,7 @@ class World:
     half_life: float
     default_runtime: float
     unavailable: tuple[tuple[str, str], ...] = ()  # (node, "fail" or "cordon") from the start
+    cohorts: tuple[CohortSpec, ...] = ()  # the cohort tree (docs/SCHEDULING.md section 2a)
 
 
 def world_of(snapshot: Snapshot, scale: float = 1.0) -> World:
@@ -108,6 +110,18 @@ def world_of(snapshot: Snapshot, scale: float = 1.0) -> World:
         half_life=snapshot.half_life,
         default_runtime=job_seconds(snapshot.default_runtime),
         unavailable=unavailable,
+        cohorts=tuple(
+            CohortSpec(
+                name=c.name,
+                parent=c.parent,
+                quotas={
+                    f: QuotaSpec(v.nominal, v.borrowing_limit, v.lending_limit)
+                    for f, v in c.quotas.items()
+                },
+                weight=c.weight,
+            )
+            for c in snapshot.cohorts
+        ),
     )
 
 
@@ -197,6 +211,7 @@ def scenario_of(
         until=until,
         half_life=world.half_life,
         default_runtime=world.default_runtime,
+        cohorts=world.cohorts,
     )
 
 

@@ -15,6 +15,7 @@ from gpuplatform import access
 from queues.models import (
     Cluster,
     Cohort,
+    CohortQuota,
     CycleRun,
     Flavor,
     Job,
@@ -131,10 +132,16 @@ class MembershipAdmin(PlatformModelAdmin):
     autocomplete_fields = ["user", "team"]
 
 
+class CohortQuotaInline(QuotaInline):
+    model = CohortQuota  # type: ignore[assignment]
+    fk_name = "cohort"
+
+
 @admin.register(Cohort)
 class CohortAdmin(PlatformModelAdmin):
-    list_display = ["name", "description"]
+    list_display = list(Cohort.AUDITED_FIELDS)
     search_fields = ["name"]
+    inlines = [CohortQuotaInline]
 
 
 @admin.register(Flavor)

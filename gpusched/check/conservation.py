@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from gpusched.check.jobs import EPS, fmt
@@ -43,6 +43,10 @@ class Waiting:
 
     flavor: str | None  # None: no later admit tells where it would have run
     placement: dict[str, int]
+    # GPUs of its victims without a grace period of their own (shrunk or stopped), held for it
+    # until it starts (rule 7), with their quota: (queue, flavor, node) -> GPUs. The report
+    # shows them free at once; the engine holds them with the other victims' GPUs.
+    shrunk: dict[tuple[str, str, str], int] = field(default_factory=dict)
 
 
 @dataclass
@@ -91,6 +95,16 @@ class Conservation:
         else:
             self.waiting[by] = Waiting(None, {})
 
+    def shrunk(self, by: str, queue: str, flavor: str, removed: Mapping[str, int]) -> None:
+        """A victim of ``by`` gave up ``removed`` GPUs per node at once (shrunk, or stopped
+        without a grace period)."""
+        waiting = self.waiting.get(by)
+        if waiting is None:
+            return  # its preemptor starts at once
+        for node, gpus in removed.items():
+            key = (queue, flavor, node)
+            waiting.shrunk[key] = waiting.shrunk.get(key, 0) + gpus
+
     def started(self, job: str) -> None:
         self.waiting.pop(job, None)
 
@@ -132,6 +146,9 @@ class Conservation:
             for node, gpus in w.placement.items():
                 used[node, flavor] += max(0, gpus - held[name].get(node, 0))
             quota_used[spec.queue, flavor] += sum(w.placement.values())
+            for (queue, shrunk_flavor, node), gpus in w.shrunk.items():
+                used[node, shrunk_flavor] += gpus
+                quota_used[queue, shrunk_flavor] += gpus
             if not replay.classes[spec.service_class].can_borrow:
                 nominal_only.add(spec.queue)
         res = self.reserved
@@ -175,8 +192,8 @@ class Conservation:
         spend the engine's bound on fruitless preemption searches before this one."""
         replay = self.replay
         spec = replay.queues[job.queue]
-        if spec.cohort is None:
-            return
+        if spec.cohort is None or replay.tree.nested(job.queue):
+            return  # in a cohort tree, invariant 7 has its own tests (docs/SCHEDULING.md 6)
         need = (job.min_workers or job.workers) * job.gpus_per_worker
         for flavor in job.flavors:
             quota = spec.quotas.get(flavor)
@@ -274,6 +291,10 @@ class Conservation:
                 return False
         if spec.cohort is None:
             return True
+        if replay.tree.nested(job.queue):  # every cohort up to the root within its limit
+            trial = dict(quota_used)
+            trial[job.queue, flavor] = after
+            return not replay.tree.over(job.queue, flavor, trial)
         pool, drawn = pool_of(replay, spec.cohort, flavor, quota_used)
         reserved = nominal - lent(quota)
         need = max(0, after - reserved) - max(0, used - reserved)

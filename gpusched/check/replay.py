@@ -13,7 +13,7 @@ from typing import Any
 
 from gpusched.check.conservation import Conservation
 from gpusched.check.jobs import EPS, JobHistory, fmt
-from gpusched.check.share import pool_of
+from gpusched.check.tree import Tree
 from gpusched.check.victims import check_promises, check_victim
 from gpusched.sim.scenario import JobSpec, QueueSpec, Scenario, ServiceClassSpec
 
@@ -59,6 +59,7 @@ class Replay:
         self.jobs: dict[str, JobSpec] = {j.name: j for j in scenario.jobs}
         self.classes: dict[str, ServiceClassSpec] = {c.name: c for c in scenario.service_classes}
         self.queues: dict[str, QueueSpec] = {q.name: q for q in scenario.queues}
+        self.tree = Tree(scenario)  # the cohort tree (section 2a)
         self.node_cluster: dict[str, str] = {}
         self.capacity: dict[str, Mapping[str, int]] = {}
         self.labels: dict[str, Mapping[str, str]] = {}
@@ -297,6 +298,12 @@ class Replay:
             by = event.get("by")
             if isinstance(by, str):
                 self.conservation.preempted(t, job.name, by)
+                removed = {
+                    node: gpus - new.placement.get(node, 0)
+                    for node, gpus in old.placement.items()
+                    if gpus > new.placement.get(node, 0)
+                }
+                self.conservation.shrunk(by, job.queue, old.flavor, removed)
         self.conservation.scaled_now.add(job.name)
         if new.workers < old.workers:
             shrunk = sum(old.placement.values()) - sum(new.placement.values())
@@ -410,12 +417,21 @@ class Replay:
                 f"now uses {used} {flavor} above its nominal {nominal}"
             )  # fmt: skip
         if queue.cohort is not None:
-            self.check_cohort(t, queue.cohort, flavor, what)
+            self.check_cohorts(t, queue.name, flavor, what)
 
-    def check_cohort(self, t: float, cohort: str, flavor: str, what: str) -> None:
-        pool, drawn = pool_of(self, cohort, flavor, self.queue_used)
-        if drawn > pool:
-            self.fail(t, what, f"cohort {cohort} pool of {flavor} exceeded: {drawn} used of {pool}")
+    def check_cohorts(self, t: float, queue: str, flavor: str, what: str) -> None:
+        """Every cohort from the queue's up to the root within its limit (section 2a)."""
+        for level in self.tree.levels(queue, flavor, self.queue_used):
+            if level.limit is None or level.used <= level.limit:
+                continue
+            if level.limit == level.capacity:
+                problem = f"pool of {flavor} exceeded: {level.used} used of {level.capacity}"
+            else:
+                problem = (
+                    f"of {flavor} uses {level.used}, above its capacity {level.capacity} plus "
+                    f"its borrowing limit ({level.limit})"
+                )
+            self.fail(t, what, f"cohort {level.cohort} {problem}")
 
     # -- stops ------------------------------------------------------------------------------
 
@@ -443,6 +459,9 @@ class Replay:
         if isinstance(by, str):
             self.held_by[job.name] = by
         self.conservation.preempted(t, job.name, by if isinstance(by, str) else None)
+        if isinstance(by, str) and self.grace(job) <= 0:
+            # free at once in the report, but held for a preemptor that waits for others
+            self.conservation.shrunk(by, job.queue, alloc.flavor, alloc.placement)
         self.stop(t, job)
 
     def started_in_time(self, name: str, t: float, deadline: float, last_t: float) -> bool:

@@ -3,8 +3,9 @@
 A victim's class must be preemptible and past its ``min_runtime``; a preemptor may stop only
 strictly lower-priority jobs of its own queue (``priority``) or, from another queue of the
 cohort, jobs of borrowing queues (``reclaim``, ``fair-share`` with rule 3's share tests in
-``share.py``); and the preemptor must start once the victims' grace period has passed, plus one
-cycle (its promise), unless it is excused (``Replay.started_in_time``).
+``share.py``; in a cohort tree each cohort between the victim's queue and the two queues'
+common cohort must borrow too); and the preemptor must start once the victims' grace period
+has passed, plus one cycle (its promise), unless it is excused (``Replay.started_in_time``).
 """
 
 from __future__ import annotations
@@ -66,14 +67,42 @@ def check_preemptor(
     if reason == "priority" and by.queue != victim.queue:
         replay.fail(t, what, f"priority preemption across queues (by {by.name} of {by.queue})")
     if reason in ("reclaim", "fair-share"):
-        cohort = replay.queues[victim.queue].cohort
-        if by.queue == victim.queue or cohort is None or (replay.queues[by.queue].cohort != cohort):
+        at, _, their_node = replay.tree.meeting(by.queue, victim.queue)
+        if by.queue == victim.queue or at is None:
             replay.fail(
                 t, what, f"{reason} needs a preemptor from another queue of the victim's "
                 f"cohort; {by.name} is in {by.queue}"
             )  # fmt: skip
         elif not borrowing(replay, victim.queue):
             replay.fail(t, what, f"{reason} of queue {victim.queue}, which is not borrowing")
+        else:
+            lender = cohort_not_borrowing(replay, victim, their_node)
+            if lender is not None:
+                replay.fail(
+                    t, what, f"{reason} across cohorts for {by.name}, but cohort {lender} "
+                    f"(between {victim.queue} and its common cohort with {by.queue}) is not "
+                    "borrowing"
+                )  # fmt: skip
+
+
+def cohort_not_borrowing(replay: Replay, victim: JobSpec, top: str) -> str | None:
+    """The first cohort from the victim's queue up to ``top`` that does not borrow in the
+    victim's flavors, counting every admit still to come at this instant and the waiting
+    preemptors (the reading most favourable to the engine); None when all borrow."""
+    if top == victim.queue:
+        return None
+    usage: dict[tuple[str, str], int] = defaultdict(int, replay.queue_used)
+    for key, units in replay.coming.items():
+        usage[key] += max(0, units)
+    for name, w in replay.conservation.waiting.items():
+        if w.flavor is not None:
+            usage[replay.jobs[name].queue, w.flavor] += sum(w.placement.values())
+    for cohort in replay.tree.path(victim.queue):
+        if not any(replay.tree.level(cohort, f, usage).borrowing for f in victim.flavors):
+            return cohort
+        if cohort == top:
+            break
+    return None
 
 
 def borrowing(replay: Replay, queue: str) -> bool:

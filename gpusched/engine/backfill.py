@@ -59,9 +59,8 @@ def find_reservation(ctx: CycleContext, job: PendingJob, flavors: list[str]) -> 
     need = least * g
     quota = ctx.quota
     can_borrow = ctx.cls(job.service_class).can_borrow
-    cohort = quota.cohort.get(job.queue)
-    # only its own queue and its cohort bear on the job's quota
-    bearing = {job.queue, *(quota.members.get(cohort, ()) if cohort is not None else ())}
+    # only its own queue and its cohort (the whole cohort tree) bear on the job's quota
+    bearing = {job.queue, *quota.tree_members(job.queue)}
     attempts = MAX_PLACEMENT_ATTEMPTS
     for flavor in flavors:
         if quota.never_fits(job.queue, flavor, need, can_borrow):

@@ -90,7 +90,7 @@ def build_context(snapshot: Snapshot, policy: Policy, state: EngineState) -> Cyc
     layout = state.layout_of(snapshot)
     book, held = bring_up_to_date(snapshot, layout, state)
     cap = Capacity(layout, book.free)
-    quota = book.quota_for(snapshot.queues, state.quota_statics(snapshot.queues))
+    quota = book.quota_for(snapshot.queues, state.quota_statics(snapshot.queues, snapshot.cohorts))
     for job in held:  # counted against its queue until released
         quota.add(job.queue, job.flavor, job.workers * job.gpus_per_worker)
     ctx = CycleContext(snapshot, policy, cap, quota, dict(book.classes), [])

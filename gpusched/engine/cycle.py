@@ -197,7 +197,7 @@ class _Cycle:
         if reason in (explain.CAPACITY, explain.TOPOLOGY, explain.BEHIND_RESERVATION):
             self.flavors_waited_for.update(job.flavors)
         elif reason == explain.COHORT_POOL:
-            cohort = self.ctx.quota.cohort.get(job.queue)
+            cohort = self.ctx.quota.root_of(job.queue)  # the tree's root: any level's pool
             if cohort is not None:
                 self.pools_waited_for.add((cohort, flavor))
 

@@ -41,7 +41,7 @@ def grow(
         room = quota.headroom(queue, flavor)
         if not job.cls.can_borrow or queue in ctx.nominal_only:
             room = min(room, quota.nominal(queue, flavor) - quota.used(queue, flavor))
-        cohort = quota.cohort.get(queue)
+        cohort = quota.root_of(queue)  # pools are keyed by the tree's root
         if cohort is not None and (cohort, flavor) in wanted_pools:
             # a pending job waits for the cohort pool's quota: growing must not take it,
             # or the grown job's share invites a fair-share preemption that stops it whole,

@@ -17,6 +17,7 @@ __all__ = [
     "Admit",
     "AdmittedJob",
     "Cluster",
+    "Cohort",
     "CycleResult",
     "Flavor",
     "Node",
@@ -93,6 +94,17 @@ class Queue:
 
 
 @dataclass(frozen=True, slots=True)
+class Cohort:
+    """A declared cohort of the tree (docs/SCHEDULING.md section 2a). A cohort a queue names
+    but the snapshot does not declare is a flat root cohort without quota of its own."""
+
+    name: str
+    parent: str | None = None
+    quotas: Mapping[str, Quota] = field(default_factory=dict)
+    weight: float = 1.0
+
+
+@dataclass(frozen=True, slots=True)
 class Topology:
     level: str
     required: bool
@@ -154,6 +166,7 @@ class Snapshot:
     topology_levels: tuple[str, ...] = ()
     default_runtime: float = 3600.0
     half_life: float = 7 * 24 * 3600.0
+    cohorts: tuple[Cohort, ...] = ()  # the declared cohorts (a tree); empty: flat cohorts
 
 
 # ---- decisions -------------------------------------------------------------------------------

@@ -106,15 +106,17 @@ class _Search:
         quota = self.ctx.quota
         if c.queue == self.job.queue:
             return "priority"  # statically filtered: strictly lower priority, same queue
-        if not quota.borrowing(c.queue, self.flavor):
+        # across a cohort tree: compare the two sides just below their lowest common cohort
+        at, mine_node, their_node = quota.meeting(self.job.queue, c.queue)
+        if not quota.borrowing_up_to(c.queue, self.flavor, their_node):
             return None
-        if quota.within_nominal(self.job.queue, self.flavor, self.need):
+        if quota.within_up_to(self.job.queue, self.flavor, self.need, mine_node):
             return "reclaim"
         if not self.cls.can_borrow:
             return None
-        mine = quota.share(self.job.queue, self.flavor, self.need)
-        theirs_after = quota.share(c.queue, self.flavor, -removed_units)
-        theirs_before = quota.share(c.queue)
+        mine = quota.level_share(self.job.queue, mine_node, at, self.flavor, self.need)
+        theirs_after = quota.level_share(c.queue, their_node, at, self.flavor, -removed_units)
+        theirs_before = quota.level_share(c.queue, their_node, at)
         if mine <= theirs_after or mine < theirs_before:
             return "fair-share"
         return None
@@ -187,8 +189,9 @@ def candidates(ctx: CycleContext, job: PendingJob, flavor: str) -> list[RunningJ
     quota = ctx.quota
     cohort = quota.cohort.get(job.queue)
     least = (job.min_workers or job.workers) * job.gpus_per_worker
+    hierarchical = quota.tree.hierarchical
     others = cohort is not None and (
-        cls.can_borrow or quota.within_nominal(job.queue, flavor, least)
+        cls.can_borrow or hierarchical or quota.within_nominal(job.queue, flavor, least)
     )
     pool = ctx.victim_pools.get(flavor, {})  # started jobs of preemptible classes
     now = ctx.now
@@ -202,23 +205,38 @@ def candidates(ctx: CycleContext, job: PendingJob, flavor: str) -> list[RunningJ
         and r.preemptible_now
         and now - (r.started_at or 0.0) >= r.cls.min_runtime
     ]
+    levels: dict[str, tuple[str | None, str, str]] = {}
     if others and cohort is not None:
-        for q in quota.members.get(cohort, ()):
-            if q != job.queue and q in pool and quota.borrowing(q, flavor):
-                out.extend(
-                    r
-                    for r in pool[q].values()
-                    if r.workers
-                    and r.preemptible_now
-                    and now - (r.started_at or 0.0) >= r.cls.min_runtime
-                )
+        for q in quota.tree_members(job.queue):
+            if q == job.queue or q not in pool:
+                continue
+            if not quota.borrowing(q, flavor):
+                continue  # rules 2 and 3 need the victim's queue borrowing
+            if hierarchical:  # and, in a tree, its side below the lowest common cohort
+                levels[q] = _at, mine_node, their_node = quota.meeting(job.queue, q)
+                if not quota.borrowing_up_to(q, flavor, their_node):
+                    continue
+                if not cls.can_borrow and not quota.within_up_to(
+                    job.queue, flavor, least, mine_node
+                ):
+                    continue
+            out.extend(
+                r
+                for r in pool[q].values()
+                if r.workers
+                and r.preemptible_now
+                and now - (r.started_at or 0.0) >= r.cls.min_runtime
+            )
     if not out:
         return out
     shares = {q: quota.share(q) for q in {r.queue for r in out}}
+    # across a tree: the share of the victim's side at the lowest common cohort comes first
+    side = {q: -quota.level_share(q, levels[q][2], levels[q][0]) for q in shares if q in levels}
 
-    def key(r: RunningJob) -> tuple[int, float, int, float, str]:
+    def key(r: RunningJob) -> tuple[int, float, float, int, float, str]:
         own = 1 if r.queue == job.queue else 0
-        return (own, -shares[r.queue], r.cls.priority, -(r.started_at or 0.0), r.name)
+        first = side.get(r.queue, -shares[r.queue])
+        return (own, first, -shares[r.queue], r.cls.priority, -(r.started_at or 0.0), r.name)
 
     out.sort(key=key)
     return out[:MAX_CANDIDATES]
@@ -352,7 +370,7 @@ def _swap_takes_waited_pool(s: _Search, victims: list[Victim]) -> bool:
     if any(v.job.queue != job.queue for v in victims):
         return False  # rule 3 weighed the other queues' victims against the preemptor's share
     quota = s.ctx.quota
-    cohort = quota.cohort.get(job.queue)
+    cohort = quota.root_of(job.queue)  # the whole tree: any of its queues may be waiting
     if cohort is None:
         return False
     nominal = quota.nominal(job.queue, s.flavor)
@@ -369,7 +387,7 @@ def _another_queue_waits(ctx: CycleContext, cohort: str, flavor: str, queue: str
         quota = ctx.quota
         waiting: dict[tuple[str, str], dict[str, list[str]]] = {}
         for p in ctx.snapshot.pending:
-            c = quota.cohort.get(p.queue)
+            c = quota.root_of(p.queue)
             if c is None:
                 continue
             units = (p.min_workers or p.workers) * p.gpus_per_worker

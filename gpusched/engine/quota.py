@@ -10,31 +10,24 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 
 from gpusched.engine import explain
-from gpusched.engine.model import Queue
+from gpusched.engine.cohort_tree import UNLIMITED, CohortTree, lendable
+from gpusched.engine.cohort_tree import Limits as _Limits
+from gpusched.engine.model import Cohort, Queue
 
-UNLIMITED = 1 << 60
-
-
-@dataclass(slots=True)
-class _Limits:
-    nominal: int
-    limit: int  # N + B, or N without a cohort
-    reserved: int  # N - L: never lent
+__all__ = ["UNLIMITED", "QuotaState", "QuotaStatics", "lendable", "lent_by_member"]
 
 
 class QuotaStatics:
-    """What a set of queues' quotas implies, independent of usage (an ``EngineState`` keeps it
-    while the quotas stay the same)."""
+    """What a set of queues' quotas (and the cohort tree) imply, independent of usage (an
+    ``EngineState`` keeps it while the quotas stay the same)."""
 
-    def __init__(self, queues: Iterable[Queue]) -> None:
+    def __init__(self, queues: Iterable[Queue], cohorts: Iterable[Cohort] = ()) -> None:
         self.queues = {q.name: q for q in queues}
         self.cohort: dict[str, str | None] = {}
         self.members: dict[str, list[str]] = {}
         self.limits: dict[tuple[str, str], _Limits] = {}
-        self.pool_size: dict[tuple[str, str], int] = {}
         self.flavors: set[str] = set()  # every flavor some queue has a quota in
         for q in self.queues.values():
             self.cohort[q.name] = q.cohort
@@ -50,9 +43,9 @@ class QuotaStatics:
                 else:
                     limit = quota.nominal + quota.borrowing_limit
                 self.limits[(q.name, f)] = _Limits(quota.nominal, limit, quota.nominal - lend)
-                if q.cohort is not None:
-                    key = (q.cohort, f)
-                    self.pool_size[key] = self.pool_size.get(key, 0) + lend
+        self.tree = CohortTree(self.queues.values(), cohorts)
+        # a cohort's capacity: a flat cohort's pool, the sum of its members' lendable nominal
+        self.pool_size: dict[tuple[str, str], int] = self.tree.capacity
 
 
 class QuotaState:
@@ -73,7 +66,8 @@ class QuotaState:
         self.members = static.members
         self._limits = static.limits  # shared: limits() only adds what the statics imply
         self.pool_size = static.pool_size
-        self.pool_used: dict[tuple[str, str], int] = {}
+        self.tree = static.tree
+        self.pool_used: dict[tuple[str, str], int] = {}  # a cohort's usage U (section 2a)
         self.usage: dict[tuple[str, str], int] = {}
         # every flavor a queue may have usage above nominal in (for share)
         self.flavors = set(static.flavors)
@@ -116,9 +110,18 @@ class QuotaState:
         if cohort is not None:
             reserved = self.limits(queue, flavor).reserved
             delta = max(0, after - reserved) - max(0, before - reserved)
-            if delta:
+            parent = self.tree.parent
+            while delta:
                 pkey = (cohort, flavor)
-                self.pool_used[pkey] = self.pool_used.get(pkey, 0) + delta
+                was = self.pool_used.get(pkey, 0)
+                self.pool_used[pkey] = was + delta
+                up = parent.get(cohort)
+                if up is None:
+                    break
+                # what the cohort asks of its parent: its usage above its reserved part
+                reserved = self.tree.cohort_limits(cohort, flavor).reserved
+                delta = max(0, was + delta - reserved) - max(0, was - reserved)
+                cohort = up
 
     def headroom(self, queue: str, flavor: str) -> int:
         """Most units the queue may still add in ``flavor`` (queue limit and cohort pool)."""
@@ -127,10 +130,20 @@ class QuotaState:
         room = lim.limit - used
         cohort = self.cohort.get(queue)
         if cohort is not None:
-            pkey = (cohort, flavor)
-            pool_free = self.pool_size.get(pkey, 0) - self.pool_used.get(pkey, 0)
-            room = min(room, max(0, lim.reserved - used) + pool_free)
+            room = min(room, max(0, lim.reserved - used) + self.cohort_room(cohort, flavor))
         return room
+
+    def cohort_room(self, cohort: str, flavor: str) -> int:
+        """How much more usage ``cohort`` may take in ``flavor``: its capacity left for a root
+        (a flat cohort's free pool); under a parent, its own limit and, above its reserved part,
+        what its parent may still give."""
+        pkey = (cohort, flavor)
+        used = self.pool_used.get(pkey, 0)
+        parent = self.tree.parent.get(cohort)
+        if parent is None:
+            return self.pool_size.get(pkey, 0) - used
+        lim = self.tree.cohort_limits(cohort, flavor)
+        return min(lim.limit - used, max(0, lim.reserved - used) + self.cohort_room(parent, flavor))
 
     def within_nominal(self, queue: str, flavor: str, units: int) -> bool:
         return self.usage.get((queue, flavor), 0) + units <= self.limits(queue, flavor).nominal
@@ -147,10 +160,8 @@ class QuotaState:
         if after <= lim.nominal:
             if cohort is None:
                 return None
-            pkey = (cohort, flavor)
-            pool_free = self.pool_size.get(pkey, 0) - self.pool_used.get(pkey, 0)
             need = max(0, after - lim.reserved) - max(0, used - lim.reserved)
-            return None if need <= pool_free else explain.COHORT_POOL
+            return None if need <= self.cohort_room(cohort, flavor) else explain.COHORT_POOL
         if self.cohort.get(queue) is None:
             return explain.QUOTA_NOMINAL
         if not can_borrow:
@@ -169,7 +180,7 @@ class QuotaState:
         cohort = self.cohort.get(queue)
         if cohort is None or not can_borrow:
             return True
-        pool = self.pool_size.get((cohort, flavor), 0)
+        pool = self.tree.most(cohort, flavor)
         return units > min(lim.limit, lim.reserved + pool)
 
     def share(self, queue: str, extra_flavor: str | None = None, extra: int = 0) -> float:
@@ -185,9 +196,108 @@ class QuotaState:
             above = used - self.limits(queue, f).nominal
             if above <= 0:
                 continue
-            pool = self.pool_size.get((cohort, f), 0) if cohort is not None else 0
+            pool = self.share_pool(cohort, f) if cohort is not None else 0
             value = above / pool / weight if pool > 0 else float("inf")
             best = max(best, value)
+        return best
+
+    def share_pool(self, cohort: str, flavor: str) -> int:
+        """Rule 3's denominator among the children of ``cohort``: a flat cohort's pool; in a
+        tree, the most the cohort could ever use (its capacity plus what it may borrow above),
+        so that a cohort without capacity of its own still weighs its children's borrowing."""
+        if not self.tree.hierarchical:
+            return self.pool_size.get((cohort, flavor), 0)
+        return self.tree.most(cohort, flavor)
+
+    # -- the cohort tree (section 2a) ------------------------------------------------------
+    def root_of(self, queue: str) -> str | None:
+        """The root cohort of the queue's tree (a flat cohort is its own root)."""
+        chain = self.tree.chain.get(queue)
+        return chain[-1] if chain else None
+
+    def tree_members(self, queue: str) -> Sequence[str]:
+        """Every queue of the queue's tree (a flat cohort's members), in snapshot order."""
+        root = self.root_of(queue)
+        return self.tree.members.get(root, ()) if root is not None else ()
+
+    def meeting(self, mine: str, theirs: str) -> tuple[str | None, str, str]:
+        """Lowest common cohort of two queues and the nodes just below it on each side."""
+        if not self.tree.hierarchical:
+            return self.cohort.get(mine), mine, theirs
+        return self.tree.meeting(mine, theirs)
+
+    def node_usage(self, queue: str, node: str, flavor: str, extra: int = 0) -> int:
+        """Usage of ``node`` (the queue or one of its cohorts) with ``extra`` more units at the
+        queue."""
+        before = self.usage.get((queue, flavor), 0)
+        if node == queue:
+            return before + extra
+        reserved = self.limits(queue, flavor).reserved
+        delta = max(0, before + extra - reserved) - max(0, before - reserved)
+        for cohort in self.tree.chain[queue]:
+            was = self.pool_used.get((cohort, flavor), 0)
+            if cohort == node:
+                return was + delta
+            reserved = self.tree.cohort_limits(cohort, flavor).reserved
+            delta = max(0, was + delta - reserved) - max(0, was - reserved)
+        raise ValueError(f"{node} is not above {queue}")
+
+    def node_capacity(self, queue: str, node: str, flavor: str) -> int:
+        if node == queue:
+            return self.limits(queue, flavor).nominal
+        return self.tree.cohort_limits(node, flavor).nominal
+
+    def within_up_to(self, queue: str, flavor: str, units: int, top: str) -> bool:
+        """Whether ``units`` more keep the queue and each of its cohorts up to ``top`` within
+        capacity (rule 2 across the tree)."""
+        if not self.within_nominal(queue, flavor, units):
+            return False
+        if top == queue:
+            return True
+        for cohort in self.tree.chain[queue]:
+            used = self.node_usage(queue, cohort, flavor, units)
+            if used > self.tree.cohort_limits(cohort, flavor).nominal:
+                return False
+            if cohort == top:
+                break
+        return True
+
+    def borrowing_up_to(self, queue: str, flavor: str, top: str) -> bool:
+        """Whether the queue and each of its cohorts up to ``top`` borrow in ``flavor``."""
+        if not self.borrowing(queue, flavor):
+            return False
+        if top == queue:
+            return True
+        for cohort in self.tree.chain[queue]:
+            limits = self.tree.cohort_limits(cohort, flavor)
+            if self.pool_used.get((cohort, flavor), 0) <= limits.nominal:
+                return False
+            if cohort == top:
+                break
+        return True
+
+    def level_share(
+        self,
+        queue: str,
+        node: str,
+        at: str | None,
+        extra_flavor: str | None = None,
+        extra: int = 0,
+    ) -> float:
+        """Rule 3's share of ``node`` (the queue or one of its cohorts) among the children of
+        cohort ``at``: max over flavors of (usage above capacity) / capacity of ``at`` / weight,
+        with ``extra`` units in ``extra_flavor`` counted as added at the queue."""
+        if node == queue:
+            return self.share(queue, extra_flavor, extra)
+        weight = self.tree.weight.get(node, 1.0)
+        best = 0.0
+        for f in self.flavors if extra_flavor is None else self.flavors | {extra_flavor}:
+            above = self.node_usage(queue, node, f, extra if f == extra_flavor else 0)
+            above -= self.node_capacity(queue, node, f)
+            if above <= 0:
+                continue
+            pool = self.share_pool(at, f) if at is not None else 0
+            best = max(best, above / pool / weight if pool > 0 else float("inf"))
         return best
 
     def pool_numbers(self, queue: str, flavor: str) -> tuple[int, int]:
@@ -196,13 +306,6 @@ class QuotaState:
             return (0, 0)
         key = (cohort, flavor)
         return (self.pool_size.get(key, 0), self.pool_used.get(key, 0))
-
-
-def lendable(nominal: int, lending_limit: int | None) -> int:
-    """What a queue may lend to its cohort of its nominal ``N``: its lending limit ``L`` (all of
-    ``N`` without one), never more than ``N``."""
-    lend = nominal if lending_limit is None else lending_limit
-    return max(0, min(lend, nominal))
 
 
 def lent_by_member(

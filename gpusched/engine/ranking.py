@@ -20,7 +20,8 @@ from operator import attrgetter
 from typing import TYPE_CHECKING
 
 from gpusched.engine import fairshare
-from gpusched.engine.model import PendingJob, Topology
+from gpusched.engine.cohort_tree import CohortTree
+from gpusched.engine.model import PendingJob, Snapshot, Topology
 
 if TYPE_CHECKING:
     from gpusched.engine.context import CycleContext
@@ -156,18 +157,21 @@ class Ranker:
         usage: dict[str, float] = {}
         for (q, fl), units in quota.usage.items():
             usage[q] = usage.get(q, 0.0) + units * geq.get(fl, 1.0)
-        scores = {
+        scores: dict[str, float] | dict[str, tuple[float, ...]] = {
             q.name: fairshare.score(
                 q.decayed_usage, usage.get(q.name, 0.0), q.weight, snap.half_life
             )
             for q in snap.queues
         }
+        zero: float | tuple[float, ...] = 0.0
+        if quota.tree.hierarchical:
+            scores, zero = fair_tree(quota.tree, snap, scores, usage), (0.0,)  # type: ignore[arg-type]
         statics = self._statics_of(ctx)
         used = quota.usage
         # (queue, flavors) id -> most units a job may add and stay within nominal in one of them
         nominal_room: dict[int, int] = {}
         self.borrowing_shapes = borrowing_shapes = set()
-        groups: dict[tuple[int, int, float], list[int]] = {}
+        groups: dict[tuple[int, int, float | tuple[float, ...]], list[int]] = {}
         for sid in by_shape:
             known = statics.get(sid)
             if known is None:
@@ -187,7 +191,7 @@ class Ranker:
                 if units > room:
                     borrowing = 1
                     borrowing_shapes.add(sid)
-            groups.setdefault((borrowing, neg_prio, scores.get(queue, 0.0)), []).append(sid)
+            groups.setdefault((borrowing, neg_prio, scores.get(queue, zero)), []).append(sid)
         ranked: list[JobFacts] = []
         for value in sorted(groups):
             sids = groups[value]
@@ -198,3 +202,21 @@ class Ranker:
                     sorted(chain.from_iterable(map(by_shape.__getitem__, sids)), key=_tail)
                 )
         return ranked
+
+
+def fair_tree(
+    tree: CohortTree, snap: Snapshot, scores: dict[str, float], usage: dict[str, float]
+) -> dict[str, tuple[float, ...]]:
+    """Fair Tree (docs/SCHEDULING.md sections 4 and 5): a queue's score is compared top-down,
+    first its ancestors' just below the root, down to its own. A cohort's score is its
+    subtree's ``(H / tau + U)`` over its weight."""
+    raw: dict[str, float] = {}  # cohort -> the subtree's H / tau + U
+    for q in snap.queues:
+        value = fairshare.score(q.decayed_usage, usage.get(q.name, 0.0), 1.0, snap.half_life)
+        for cohort in tree.chain.get(q.name, ())[:-1]:
+            raw[cohort] = raw.get(cohort, 0.0) + value
+    out: dict[str, tuple[float, ...]] = {}
+    for name, own in scores.items():
+        below_root = tree.chain.get(name, ())[:-1]
+        out[name] = (*(raw[c] / tree.weight.get(c, 1.0) for c in reversed(below_root)), own)
+    return out

@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from gpusched.engine.model import Cluster, Flavor, Queue, Snapshot
+from gpusched.engine.model import Cluster, Cohort, Flavor, Queue, Snapshot
 from gpusched.engine.placement import Layout
 from gpusched.engine.quota import QuotaStatics
 from gpusched.engine.ranking import Ranker
@@ -58,7 +58,7 @@ class EngineState:
         self._layout_key: tuple[tuple[Cluster, ...], tuple[Flavor, ...], tuple[str, ...]] | None
         self._layout_key = None
         self._quota_statics: QuotaStatics | None = None
-        self._quota_key: tuple[tuple[str, int, str | None, float], ...] | None = None
+        self._quota_key: tuple[object, ...] | None = None
         self._quota_queues: list[Queue] = []  # keeps the quotas alive: their ids stay unique
         self.bookkeeping: Bookkeeping | None = None
         self.ranker = Ranker()
@@ -79,13 +79,15 @@ class EngineState:
         self._layout_key = (snapshot.clusters, snapshot.flavors, snapshot.topology_levels)
         return layout
 
-    def quota_statics(self, queues: Sequence[Queue]) -> QuotaStatics:
+    def quota_statics(
+        self, queues: Sequence[Queue], cohorts: tuple[Cohort, ...] = ()
+    ) -> QuotaStatics:
         """The static part of these queues' quotas, reused while every queue keeps its quota
-        objects."""
-        key = tuple((q.name, id(q.quotas), q.cohort, q.weight) for q in queues)
+        objects and the cohort tree stays equal."""
+        key = (*((q.name, id(q.quotas), q.cohort, q.weight) for q in queues), cohorts)
         if self._quota_statics is not None and self._quota_key == key:
             return self._quota_statics
-        statics = QuotaStatics(queues)
+        statics = QuotaStatics(queues, cohorts)
         self._quota_statics = statics
         self._quota_key = key
         self._quota_queues = list(queues)

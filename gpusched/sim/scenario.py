@@ -18,6 +18,10 @@ Loader rules beyond the format's example:
   numbers. Node label values that YAML reads as integers (``rack: 1``) are kept as text.
 - A ``borrowing_limit`` / ``lending_limit`` on a queue without ``cohort`` is accepted and has no
   effect: such a queue never borrows and has nobody to lend to.
+- Optional top-level ``cohorts`` (docs/SCHEDULING.md section 2a): ``{name, parent?, weight?,
+  quotas?}`` per cohort; a ``parent`` must be a declared cohort and the parents may not form a
+  cycle; a cohort's ``lending_limit`` may exceed its own nominal (it bounds what its subtree
+  lends). A cohort a queue names but ``cohorts`` leaves out is a flat root cohort.
 - Lists keep file order: jobs, events (the simulator orders events by ``at``), and a job's
   ``flavors`` (its preference order).
 """
@@ -96,6 +100,14 @@ class QueueSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class CohortSpec:
+    name: str
+    parent: str | None = None
+    quotas: Mapping[str, QuotaSpec] = field(default_factory=dict)
+    weight: float = 1.0
+
+
+@dataclass(frozen=True, slots=True)
 class TopologySpec:
     level: str
     required: bool
@@ -140,6 +152,7 @@ class Scenario:
     half_life: float = DEFAULT_HALF_LIFE
     default_runtime: float = DEFAULT_RUNTIME
     source: str = "<scenario>"  # the file it came from, for messages
+    cohorts: tuple[CohortSpec, ...] = ()  # the declared cohorts (a tree; section 2a)
 
 
 # --------------------------------------------------------------------------- loading
@@ -197,6 +210,9 @@ def parse_scenario(data: Mapping[str, Any], source: str = "<scenario>") -> Scena
 
     queues = tuple(_queue(e, flavor_names) for e in top.entries("queues", allow_empty=False))
     _unique(queues, "queue", top, "queues")
+    cohorts = tuple(_cohort(e, flavor_names) for e in top.entries("cohorts", optional=True))
+    _unique(cohorts, "cohort", top, "cohorts")
+    _cohort_parents(top, cohorts)
 
     refs = _Refs(
         flavors=flavor_names,
@@ -225,6 +241,7 @@ def parse_scenario(data: Mapping[str, Any], source: str = "<scenario>") -> Scena
         half_life=half_life,
         default_runtime=default_runtime,
         source=source,
+        cohorts=cohorts,
     )
 
 
@@ -352,7 +369,7 @@ def _service_class(entry: Entry) -> ServiceClassSpec:
     return spec
 
 
-def _quota(entry: Entry, flavor: str, value: object) -> QuotaSpec:
+def _quota(entry: Entry, flavor: str, value: object, cohort: bool = False) -> QuotaSpec:
     key = f"quotas.{flavor}"
     if not isinstance(value, Mapping):
         raise entry.bad(key, "a mapping {nominal: N, borrowing_limit: B, lending_limit: L}", value)
@@ -360,7 +377,7 @@ def _quota(entry: Entry, flavor: str, value: object) -> QuotaSpec:
     nominal = quota.required_integer("nominal", minimum=0)
     borrowing = quota.integer("borrowing_limit", minimum=0, optional=True, nullable=True)
     lending = quota.integer("lending_limit", minimum=0, optional=True, nullable=True)
-    if lending is not None and lending > nominal:
+    if lending is not None and lending > nominal and not cohort:
         raise quota.error("lending_limit", f"must be <= nominal ({nominal}), got {lending}")
     quota.finish()
     return QuotaSpec(nominal, borrowing, lending)
@@ -380,6 +397,35 @@ def _queue(entry: Entry, flavors: set[str]) -> QueueSpec:
     # such a queue never borrows (SCHEDULING.md section 2) and has nobody to lend to.
     entry.finish()
     return QueueSpec(name=name, team=team, quotas=quotas, cohort=cohort, weight=weight)
+
+
+def _cohort(entry: Entry, flavors: set[str]) -> CohortSpec:
+    name = entry.string("name")
+    parent = entry.optional_string("parent")
+    weight = entry.number("weight", minimum=0.0, strict=True, default=1.0)
+    quotas: dict[str, QuotaSpec] = {}
+    for flavor, value in entry.mapping("quotas", optional=True).items():
+        if flavor not in flavors:
+            raise entry.error(f"quotas.{flavor}", f"unknown flavor {flavor!r}")
+        quotas[flavor] = _quota(entry, flavor, value, cohort=True)
+    entry.finish()
+    return CohortSpec(name=name, parent=parent, quotas=quotas, weight=weight)
+
+
+def _cohort_parents(top: Entry, cohorts: Sequence[CohortSpec]) -> None:
+    """Every parent is a declared cohort, and following parents never comes back."""
+    parent = {c.name: c.parent for c in cohorts}
+    for index, c in enumerate(cohorts):
+        where = f"{top.source}: cohorts[{index}] ({c.name}): field 'parent'"
+        if c.parent is not None and c.parent not in parent:
+            raise ScenarioError(f"{where}: unknown cohort {c.parent!r} (declare it in cohorts)")
+        seen = {c.name}
+        up = c.parent
+        while up is not None:
+            if up in seen:
+                raise ScenarioError(f"{where}: the parents form a cycle through {up!r}")
+            seen.add(up)
+            up = parent[up]
 
 
 @dataclass(frozen=True, slots=True)

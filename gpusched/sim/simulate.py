@@ -28,6 +28,7 @@ from gpusched.engine.fairshare import decay_factor, decay_usage
 from gpusched.engine.model import (
     AdmittedJob,
     Cluster,
+    Cohort,
     CycleResult,
     Flavor,
     Node,
@@ -147,6 +148,18 @@ class Simulator:
             }
             for q in scenario.queues
         }
+        self.cohorts = tuple(
+            Cohort(
+                c.name,
+                c.parent,
+                {
+                    f: Quota(v.nominal, v.borrowing_limit, v.lending_limit)
+                    for f, v in c.quotas.items()
+                },
+                c.weight,
+            )
+            for c in scenario.cohorts
+        )
         # a snapshot's queues: these fields, then the decayed usage (one list per field)
         self.queue_fields = tuple(
             zip(
@@ -336,6 +349,7 @@ class Simulator:
             topology_levels=self.sc.topology_levels,
             default_runtime=self.sc.default_runtime,
             half_life=self.sc.half_life,
+            cohorts=self.cohorts,
         )
 
     def cycle(self, t: float) -> None:

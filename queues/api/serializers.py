@@ -21,6 +21,7 @@ from gpuplatform.rest import MAX_INT, StrictModelSerializer, StringMapField, bou
 from queues.models import (
     Cluster,
     Cohort,
+    CohortQuota,
     Flavor,
     Membership,
     Node,
@@ -99,12 +100,6 @@ class MembershipSerializer(StrictModelSerializer[Membership]):
         return attrs
 
 
-class CohortSerializer(StrictModelSerializer[Cohort]):
-    class Meta:
-        model = Cohort
-        fields = ["id", *Cohort.AUDITED_FIELDS]
-
-
 class QuotaSerializer(ModelCleanMixin, StrictModelSerializer[Quota]):
     flavor = serializers.SlugRelatedField(slug_field="name", queryset=Flavor.objects.all())
     nominal = bounded_int(help_text="GPUs (or slices) guaranteed to the queue.")
@@ -123,6 +118,78 @@ class QuotaSerializer(ModelCleanMixin, StrictModelSerializer[Quota]):
         model = Quota
         fields = list(Quota.AUDITED_FIELDS)
         validators: list[Any] = []  # (queue, flavor) uniqueness: checked by QueueSerializer
+
+
+class CohortQuotaSerializer(StrictModelSerializer[CohortQuota]):
+    flavor = serializers.SlugRelatedField(slug_field="name", queryset=Flavor.objects.all())
+    nominal = bounded_int(
+        required=False, help_text="GPUs (or slices) the cohort adds for its subtree to share."
+    )
+    borrowing_limit = bounded_int(
+        allow_null=True,
+        required=False,
+        help_text="How much it may borrow from its parent; null: no limit.",
+    )
+    lending_limit = bounded_int(
+        allow_null=True,
+        required=False,
+        help_text="How much its subtree lends its parent (may exceed its nominal); null: all.",
+    )
+
+    class Meta:
+        model = CohortQuota
+        fields = list(CohortQuota.AUDITED_FIELDS)
+        validators: list[Any] = []  # (cohort, flavor) uniqueness: checked by CohortSerializer
+
+
+class CohortSerializer(ModelCleanMixin, StrictModelSerializer[Cohort]):
+    parent = serializers.SlugRelatedField(
+        slug_field="name",
+        queryset=Cohort.objects.all(),
+        allow_null=True,
+        required=False,
+        help_text="The cohort this one borrows from and lends to (a tree); null: a root.",
+    )
+    quotas = CohortQuotaSerializer(
+        many=True,
+        required=False,
+        help_text="The cohort's own quota per flavor; given on update, replaces all.",
+    )
+
+    class Meta:
+        model = Cohort
+        fields = ["id", *Cohort.AUDITED_FIELDS, "quotas"]
+
+    def validate_quotas(self, quotas: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return _one_per_flavor(quotas)
+
+    @transaction.atomic
+    def create(self, validated_data: dict[str, Any]) -> Cohort:
+        quotas = validated_data.pop("quotas", [])
+        cohort = Cohort.objects.create(**validated_data)
+        CohortQuota.objects.bulk_create(CohortQuota(cohort=cohort, **quota) for quota in quotas)
+        return cohort
+
+    @transaction.atomic
+    def update(self, instance: Cohort, validated_data: dict[str, Any]) -> Cohort:
+        quotas = validated_data.pop("quotas", None)
+        cohort = super().update(instance, validated_data)
+        if quotas is not None:
+            keep = []
+            for quota in quotas:
+                flavor = quota.pop("flavor")
+                CohortQuota.objects.update_or_create(cohort=cohort, flavor=flavor, defaults=quota)
+                keep.append(flavor.pk)
+            cohort.quotas.exclude(flavor__in=keep).delete()
+        return cohort
+
+
+def _one_per_flavor(quotas: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    names = [quota["flavor"].name for quota in quotas]
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        raise serializers.ValidationError(f"One quota per flavor; repeated: {', '.join(repeated)}.")
+    return quotas
 
 
 class QueueSerializer(ModelCleanMixin, StrictModelSerializer[Queue]):
@@ -150,13 +217,7 @@ class QueueSerializer(ModelCleanMixin, StrictModelSerializer[Queue]):
         read_only_fields = ["decayed_usage"]
 
     def validate_quotas(self, quotas: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        names = [quota["flavor"].name for quota in quotas]
-        repeated = sorted({name for name in names if names.count(name) > 1})
-        if repeated:
-            raise serializers.ValidationError(
-                f"One quota per flavor; repeated: {', '.join(repeated)}."
-            )
-        return quotas
+        return _one_per_flavor(quotas)
 
     @transaction.atomic
     def create(self, validated_data: dict[str, Any]) -> Queue:

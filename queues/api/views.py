@@ -30,7 +30,11 @@ from gpuplatform.rest import (
 )
 from queues import services
 from queues.api import arrays, filtersets, idempotency
-from queues.api.audited import AuditedQueueWritesMixin, AuditedWritesMixin
+from queues.api.audited import (
+    AuditedCohortWritesMixin,
+    AuditedQueueWritesMixin,
+    AuditedWritesMixin,
+)
 from queues.api.job_serializers import JobEventSerializer, JobSerializer, JobSubmitSerializer
 from queues.api.serializers import (
     ClusterSerializer,
@@ -102,11 +106,14 @@ class MembershipViewSet(AuditedWritesMixin, viewsets.ModelViewSet[Membership]):
         super().perform_create(serializer)
 
 
-class CohortViewSet(AuditedWritesMixin, viewsets.ModelViewSet[Cohort]):
-    """Cohorts: queues of one cohort lend each other unused quota."""
+class CohortViewSet(AuditedCohortWritesMixin, viewsets.ModelViewSet[Cohort]):
+    """Cohorts: queues of one cohort lend each other unused quota; a cohort may sit under a
+    parent and hold quota of its own (nested, per flavor)."""
 
     audit_fields = Cohort.AUDITED_FIELDS
-    queryset = Cohort.objects.order_by("name")
+    queryset = (
+        Cohort.objects.select_related("parent").prefetch_related("quotas__flavor").order_by("name")
+    )
     serializer_class = CohortSerializer
     permission_classes = [ReadAnyWritePlatformAdmin]
     filterset_fields = ["name"]

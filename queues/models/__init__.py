@@ -9,13 +9,14 @@ from queues.models.live import (
     SimulatedWorkload,
     WorkloadReference,
 )
-from queues.models.organisation import Cohort, Membership, Queue, Quota, Team
+from queues.models.organisation import Cohort, CohortQuota, Membership, Queue, Quota, Team
 from queues.models.resources import Cluster, Flavor, Node, ServiceClass
 from queues.models.whatif import WhatIfRun
 
 __all__ = [
     "Cluster",
     "Cohort",
+    "CohortQuota",
     "CycleRun",
     "Flavor",
     "IllegalTransition",

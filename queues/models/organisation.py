@@ -90,19 +90,45 @@ class Membership(models.Model):
 
 
 class Cohort(models.Model):
-    """Queues of one cohort lend each other their unused quota (Kueue's meaning)."""
+    """Queues of one cohort lend each other their unused quota (Kueue's meaning). A cohort may
+    sit under a parent cohort and hold quota of its own (a tree: docs/SCHEDULING.md 2a)."""
 
     # what people edit (the manage pages, the API) and the change history records
-    AUDITED_FIELDS: ClassVar[tuple[str, ...]] = ("name", "description")
+    AUDITED_FIELDS: ClassVar[tuple[str, ...]] = ("name", "description", "parent")
 
     name = models.CharField(max_length=63, unique=True, validators=[dns_label])
     description = models.CharField(max_length=200, blank=True)
+    parent = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="children",
+        help_text="The cohort this one borrows from and lends to; empty: a root.",
+    )
 
     class Meta:
         ordering = ["name"]
 
     def __str__(self) -> str:
         return self.name
+
+    def clean(self) -> None:
+        """Following parents never comes back to this cohort."""
+        seen = {self.pk} if self.pk is not None else set()
+        parent = self.parent
+        while parent is not None:
+            if parent.pk in seen or parent.pk == self.pk:
+                raise ValidationError(
+                    {
+                        "parent": (
+                            f"Cohort {parent.name} is {self.name or 'this cohort'} itself or "
+                            "below it: the parents would form a cycle."
+                        )
+                    }
+                )
+            seen.add(parent.pk)
+            parent = parent.parent
 
 
 class QueueQuerySet(models.QuerySet["Queue"]):
@@ -270,3 +296,40 @@ class Quota(models.Model):
                     )
                 }
             )
+
+
+class CohortQuota(models.Model):
+    """A cohort's own quota in one flavor (docs/SCHEDULING.md section 2a): its nominal adds
+    capacity its subtree shares; its borrowing limit bounds what it takes from its parent; its
+    lending limit what its subtree lends the parent (may exceed its own nominal)."""
+
+    AUDITED_FIELDS: ClassVar[tuple[str, ...]] = Quota.AUDITED_FIELDS
+
+    cohort = models.ForeignKey(Cohort, on_delete=models.CASCADE, related_name="quotas")
+    flavor = models.ForeignKey(
+        "queues.Flavor", on_delete=models.PROTECT, related_name="cohort_quotas"
+    )
+    nominal = models.PositiveIntegerField(
+        default=0, help_text="GPUs (or slices) the cohort adds for its subtree to share."
+    )
+    borrowing_limit = models.PositiveIntegerField(
+        null=True, blank=True, help_text="How much it may borrow from its parent; empty: no limit."
+    )
+    lending_limit = models.PositiveIntegerField(
+        null=True, blank=True, help_text="How much its subtree lends its parent; empty: all unused."
+    )
+
+    class Meta:
+        ordering = ["cohort__name", "flavor__name"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["cohort", "flavor"],
+                name="cohort_quota_unique_cohort_flavor",
+                violation_error_message=(
+                    "This cohort already has a quota for this flavor; edit that one."
+                ),
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.cohort} {self.flavor}: {self.nominal}"

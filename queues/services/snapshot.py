@@ -25,6 +25,7 @@ from gpusched.engine import model as engine
 from gpusched.engine.fairshare import DEFAULT_HALF_LIFE
 from queues.models import (
     Cluster,
+    Cohort,
     Flavor,
     Job,
     JobFlavor,
@@ -158,8 +159,28 @@ def topology_levels(requested: Iterable[str], labelled: Collection[str]) -> tupl
     return tuple(level for level in levels if level in labelled)
 
 
+def cohort_tree(flavor_names: dict[int, str]) -> tuple[engine.Cohort, ...]:
+    """Every cohort with its parent and own quotas (docs/SCHEDULING.md section 2a); cohorts
+    with neither mean what flat cohorts always did."""
+    return tuple(
+        engine.Cohort(
+            name=c.name,
+            parent=c.parent.name if c.parent is not None else None,
+            quotas={
+                flavor_names[quota.flavor_id]: engine.Quota(
+                    nominal=quota.nominal,
+                    borrowing_limit=quota.borrowing_limit,
+                    lending_limit=quota.lending_limit,
+                )
+                for quota in c.quotas.all()
+            },
+        )
+        for c in Cohort.objects.select_related("parent").prefetch_related("quotas").order_by("name")
+    )
+
+
 def build_snapshot(now: datetime) -> LiveSnapshot:
-    """Read everything the engine needs: 8 queries, whatever the number of jobs."""
+    """Read everything the engine needs: 10 queries, whatever the number of jobs."""
     flavors = {f.name: f for f in Flavor.objects.all()}
     flavor_names = {f.pk: f.name for f in flavors.values()}
     classes = {c.pk: c for c in ServiceClass.objects.all()}
@@ -252,6 +273,7 @@ def build_snapshot(now: datetime) -> LiveSnapshot:
         ),
         admitted=tuple(admitted),
         pending=tuple(pending),
+        cohorts=cohort_tree(flavor_names),
         topology_levels=levels,
         default_runtime=float(getattr(settings, "DEFAULT_JOB_RUNTIME", DEFAULT_RUNTIME)) * scale,
         half_life=float(getattr(settings, "FAIRSHARE_HALF_LIFE", DEFAULT_HALF_LIFE)),

@@ -178,3 +178,101 @@ def scenarios(draw: st.DrawFn) -> dict[str, Any]:
         "jobs": jobs,
         "events": draw(_events(nodes, [j["name"] for j in jobs])),
     }
+
+
+@st.composite
+def _cohort_quotas(draw: st.DrawFn) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for flavor in draw(st.lists(st.sampled_from([WHOLE, OTHER, SLICE]), unique=True)):
+        quota: dict[str, Any] = {"nominal": draw(st.integers(0, 8))}
+        if draw(st.booleans()):
+            quota["borrowing_limit"] = draw(st.integers(0, 8))
+        if draw(st.booleans()):
+            quota["lending_limit"] = draw(st.integers(0, 16))  # may exceed its own nominal
+        out[flavor] = quota
+    return out
+
+
+@st.composite
+def tree_scenarios(draw: st.DrawFn) -> dict[str, Any]:
+    """A random scenario whose queues sit in a cohort tree (docs/SCHEDULING.md section 2a):
+    org -> departments d0, d1 -> (sometimes) a group g0 under d0, with random quotas at every
+    level; each queue hangs under a department or the group, or stays in flat cohort y."""
+    data = draw(scenarios())
+    cohorts: list[dict[str, Any]] = [{"name": "org", "quotas": draw(_cohort_quotas())}]
+    for name in ("d0", "d1"):
+        cohorts.append({"name": name, "parent": "org", "quotas": draw(_cohort_quotas())})
+        if draw(st.booleans()):
+            cohorts[-1]["weight"] = draw(st.sampled_from([0.5, 2]))
+    homes = ["d0", "d1"]
+    if draw(st.booleans()):
+        cohorts.append({"name": "g0", "parent": "d0", "quotas": draw(_cohort_quotas())})
+        homes.append("g0")
+    for queue in data["queues"]:
+        queue["cohort"] = draw(st.sampled_from([*homes, *homes, "y"]))
+        # most jobs ask for whole GPUs: a small quota there makes the levels compete for them
+        queue["quotas"].setdefault(WHOLE, {"nominal": draw(st.integers(0, 8))})
+    data["cohorts"] = cohorts
+    data["name"] = "random-tree"
+    return data
+
+
+@st.composite
+def contended_tree_scenarios(draw: st.DrawFn) -> dict[str, Any]:
+    """Four teams in a three-level tree fighting over one flavor: org -> d0 (t0, and g0 with
+    t1), d1 (t2, t3); small quotas at every level, long jobs, so that teams borrow inside a
+    department, departments borrow from org, and reclaim and fair sharing happen at each
+    level."""
+
+    def small_quota(nominal_max: int) -> dict[str, Any]:
+        quota: dict[str, Any] = {"nominal": draw(st.integers(0, nominal_max))}
+        if draw(st.booleans()):
+            quota["borrowing_limit"] = draw(st.integers(0, 6))
+        if draw(st.booleans()):
+            quota["lending_limit"] = draw(st.integers(0, 8))
+        return quota
+
+    cohorts: list[dict[str, Any]] = [
+        {"name": "org", "quotas": {WHOLE: {"nominal": draw(st.integers(0, 4))}}},
+        {"name": "d0", "parent": "org", "quotas": {WHOLE: small_quota(2)}},
+        {"name": "d1", "parent": "org", "quotas": {WHOLE: small_quota(2)}},
+        {"name": "g0", "parent": "d0", "quotas": {WHOLE: small_quota(2)}},
+    ]
+    queues = []
+    for name, home in (("t0", "d0"), ("t1", "g0"), ("t2", "d1"), ("t3", "d1")):
+        quota = {"nominal": draw(st.integers(0, 6))}
+        if draw(st.integers(0, 3)) == 0:
+            quota["lending_limit"] = draw(st.integers(0, quota["nominal"]))
+        queues.append({"name": name, "cohort": home, "quotas": {WHOLE: quota}})
+    classes = [
+        {"name": "std", "priority": 100, "grace_period": draw(st.sampled_from([0, 20]))},
+        {"name": "low", "priority": 10, "min_runtime": draw(st.sampled_from([0, 100]))},
+        {"name": "prod", "priority": 1000, "preemptible": False, "can_borrow": False},
+    ]
+    jobs = []
+    for i in range(draw(st.integers(4, 30))):
+        job: dict[str, Any] = {
+            "name": f"j{i:02d}",
+            "queue": draw(st.sampled_from(["t0", "t1", "t2", "t3"])),
+            "class": draw(st.sampled_from(["std", "std", "low", "prod"])),
+            "submit_at": draw(st.integers(0, 2000)),
+            "workers": draw(st.sampled_from([1, 1, 2])),
+            "gpus_per_worker": draw(st.sampled_from([1, 1, 2, 4])),
+            "flavor": WHOLE,
+            "duration": draw(st.one_of(st.integers(200, 5000), st.just(None))),
+        }
+        if job["workers"] > 1 and draw(st.integers(0, 3)) == 0:
+            job["min_workers"] = 1
+        jobs.append(job)
+    nodes = [{"name": f"n{i}", "gpus": {WHOLE: 8}} for i in range(draw(st.integers(1, 4)))]
+    return {
+        "name": "contended-tree",
+        "cycle_interval": 10,
+        "until": HORIZON,
+        "flavors": FLAVORS,
+        "clusters": [{"name": "c0", "nodes": nodes}],
+        "service_classes": classes,
+        "cohorts": cohorts,
+        "queues": queues,
+        "jobs": jobs,
+    }

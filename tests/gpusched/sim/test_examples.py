@@ -119,3 +119,40 @@ def test_every_example_runs_under_every_policy(name: str) -> None:
         report = run(name, policy)
         assert report["policy"] == policy
         assert report["summary"]["jobs"] == len(report["jobs"])
+
+
+def _running_of(report: dict[str, Any], prefix: str) -> int:
+    return sum(1 for j in running_at_end(report) if j.startswith(prefix))
+
+
+def test_a_cohort_tree_borrows_within_the_department_then_from_org_and_is_reclaimed() -> None:
+    report = run("cohort-tree-borrow-reclaim.yaml")
+    for i in range(14):  # hep 6 + astro's idle 4 + physics' borrowing limit 4
+        assert started(report, f"hep{i:02d}") == 0
+    assert started(report, "hep14") is None and started(report, "hep15") is None
+    for i in range(6):
+        assert started(report, f"gen{i:02d}") == 100
+    for i in range(4):
+        assert started(report, f"astro{i:02d}") == 200
+    preempts = events(report, "preempt")
+    assert all(e["reason"] == "reclaim" and e["job"].startswith("hep") for e in preempts)
+    assert [e["by"][:3] for e in preempts if e["t"] == 100] == ["gen", "gen"]
+    assert [e["by"][:5] for e in preempts if e["t"] == 200] == ["astro"] * 4
+    assert (_running_of(report, "hep"), _running_of(report, "astro")) == (8, 4)
+    assert _running_of(report, "gen") == 6
+
+
+def test_a_cohort_tree_lends_only_its_lending_limit_and_takes_it_back_by_fair_share() -> None:
+    report = run("cohort-tree-lending.yaml")
+    for i in range(10):
+        assert started(report, f"gen{i:02d}") == 0
+    for i in range(10, 14):
+        assert started(report, f"gen{i:02d}") is None  # 14 GPUs idle: the lending limit binds
+    for i in range(8):
+        assert started(report, f"hep{i:02d}") == 100
+    assert started(report, "hep08") == started(report, "hep09") == 200
+    preempts = events(report, "preempt")
+    assert [(e["t"], e["reason"], e["job"][:3], e["by"][:3]) for e in preempts] == [
+        (200, "fair-share", "gen", "hep")
+    ] * 2
+    assert (_running_of(report, "gen"), _running_of(report, "hep")) == (8, 10)

@@ -231,3 +231,70 @@ def test_duplicate_job_names_are_rejected() -> None:
     data["jobs"].append(copy.deepcopy(data["jobs"][1]))
     with pytest.raises(ScenarioError, match=r"jobs\[2\] \(a-second\): field 'name': duplicate job"):
         parse_scenario(data, source="x.yaml")
+
+
+def _with_cohorts(cohorts: list[dict[str, object]]) -> dict[str, object]:
+    data = copy.deepcopy(valid_scenario())
+    data["cohorts"] = cohorts
+    return data
+
+
+def test_a_cohort_tree_loads_with_its_parents_weights_and_quotas() -> None:
+    data = _with_cohorts(
+        [
+            {"name": "org"},
+            {
+                "name": "physics",
+                "parent": "org",
+                "weight": 2,
+                "quotas": {"h100": {"nominal": 0, "borrowing_limit": 16, "lending_limit": 8}},
+            },
+        ]
+    )
+    scenario = parse_scenario(data, source="x.yaml")
+    org, physics = scenario.cohorts
+    assert (org.name, org.parent, dict(org.quotas)) == ("org", None, {})
+    assert (physics.parent, physics.weight) == ("org", 2)
+    quota = physics.quotas["h100"]  # a cohort may lend more than its own nominal
+    assert (quota.nominal, quota.borrowing_limit, quota.lending_limit) == (0, 16, 8)
+
+
+def test_without_cohorts_a_scenario_has_no_tree() -> None:
+    assert parse_scenario(copy.deepcopy(valid_scenario()), source="x.yaml").cohorts == ()
+
+
+@pytest.mark.parametrize(
+    ("cohorts", "message"),
+    [
+        (
+            [{"name": "physics", "parent": "org"}],
+            "x.yaml: cohorts[0] (physics): field 'parent': unknown cohort 'org'",
+        ),
+        (
+            [{"name": "a", "parent": "b"}, {"name": "b", "parent": "a"}],
+            "x.yaml: cohorts[0] (a): field 'parent': the parents form a cycle through 'a'",
+        ),
+        (
+            [{"name": "a", "parent": "a"}],
+            "x.yaml: cohorts[0] (a): field 'parent': the parents form a cycle through 'a'",
+        ),
+        (
+            [{"name": "a"}, {"name": "a"}],
+            "x.yaml: cohorts[1] (a): field 'name': duplicate cohort name 'a'",
+        ),
+        (
+            [{"name": "a", "quotas": {"tpu": {"nominal": 1}}}],
+            "x.yaml: cohorts[0] (a): field 'quotas.tpu': unknown flavor 'tpu'",
+        ),
+        (
+            [{"name": "a", "colour": "red"}],
+            "x.yaml: cohorts[0] (a): ",
+        ),
+    ],
+)
+def test_bad_cohorts_are_rejected_naming_the_entry_and_field(
+    cohorts: list[dict[str, object]], message: str
+) -> None:
+    with pytest.raises(ScenarioError) as caught:
+        parse_scenario(_with_cohorts(cohorts), source="x.yaml")
+    assert str(caught.value).startswith(message), str(caught.value)

@@ -11,7 +11,7 @@ from queues.services.report import CycleReport
 from queues.services.snapshot import build_snapshot
 from tests.queues.services.helpers import T0, later
 
-SNAPSHOT_QUERIES = 8
+SNAPSHOT_QUERIES = 10
 
 
 def test_snapshot_takes_the_same_number_of_queries_for_few_and_many_jobs(
