@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('queues', '0012_node_other_workloads'),
+        ('queues', '0013_cohort_tree'),
     ]
 
     operations = [
