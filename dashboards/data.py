@@ -34,9 +34,16 @@ from dashboards.plain import (
 from dashboards.rollup import USAGE_MARK, floor_to
 from gpusched.engine import fairshare
 from gpusched.engine.quota import lendable
+from gpusched.engine.tree_usage import NodeUsage
 from queues.models import Flavor, Job, JobEvent, JobFlavor, Node, Queue, Team
 from queues.models.resources import usable_capacity
-from queues.services.queue_status import HOLDING_STATES, FlavorStatus, QueueStatus, queues_status
+from queues.services.queue_status import (
+    HOLDING_STATES,
+    FlavorStatus,
+    QueueStatus,
+    cohort_tree_usage,
+    queues_status,
+)
 
 MIG_CONFIG_LABEL = "nvidia.com/mig.config"
 OTHER_TEAMS = "other teams"
@@ -323,6 +330,12 @@ def cohort_rows(statuses: Sequence[QueueStatus]) -> list[CohortRow]:
         )
         for (cohort, flavor), members in sorted(groups.items())
     ]
+
+
+def cohort_tree_rows(now: datetime) -> list[NodeUsage]:
+    """Every cohort tree, node by node and GPU type, with the engine's numbers (no formula
+    here: ``gpusched.engine.tree_usage`` over the live quotas and usage)."""
+    return cohort_tree_usage(now)
 
 
 def fair_share_rows(statuses: Sequence[QueueStatus]) -> list[FairShareRow]:

@@ -30,6 +30,7 @@ from dashboards import data, figures
 from dashboards.plain import CohortRow, FairShareRow, ShareTreeRow, TeamJob
 from dashboards.sshare import share_tree
 from gpuplatform import access
+from gpusched.engine.tree_usage import NodeUsage
 from queues.models import Flavor, Team
 from queues.services.queue_status import SHARE_MEANING, share_label
 
@@ -130,6 +131,39 @@ def _cohort_table(rows: list[CohortRow]) -> dict[str, Any]:
     }
 
 
+TREE_INDENT = "\u2003"  # an em space per level: seen as indentation, not read aloud
+
+
+def _tree_table(rows: list[NodeUsage]) -> dict[str, Any]:
+    def kind(row: NodeUsage) -> str:
+        if row.is_queue:
+            return "queue"
+        return "root cohort" if row.depth == 0 else f"cohort, level {row.depth + 1}"
+
+    return {
+        "id": "cohort-tree",
+        "caption": (
+            "Cohort tree now (organisation, department, team queue), per node and GPU type. "
+            "Nominal: a queue's nominal quota; a cohort's own nominal plus what its children "
+            "lend it. Used: a queue's GPUs; a cohort's, the part of its children's use their "
+            "reserved quota does not cover. Borrowed: used above nominal, taken from the "
+            "parent. Lent: unused nominal that the rest of the parent's subtree uses now. Held: "
+            "what the queues below hold together."
+        ),
+        "columns": [
+            "Node", "Kind", "Under", "GPU type", "Nominal", "Used", "Borrowed", "Lent",
+            "Held by its queues",
+        ],
+        "rows": [
+            [
+                TREE_INDENT * r.depth + r.name, kind(r), " / ".join(r.path[:-1]) or "(top)",
+                r.flavor, r.nominal, r.used, r.borrowed, r.lent, r.held,
+            ]
+            for r in rows
+        ],
+    }  # fmt: skip
+
+
 def build_quotas(request: HttpRequest, now: datetime, span: data.Range) -> Payload:
     statuses = data.all_queue_statuses(now)
     fair = data.fair_share_rows(statuses)
@@ -139,7 +173,11 @@ def build_quotas(request: HttpRequest, now: datetime, span: data.Range) -> Paylo
             figures.chart("share-now", figures.queue_shares(fair)),
             figures.chart("share", figures.usage_vs_share(fair)),
         ],
-        [_fair_share_table(fair), _cohort_table(data.cohort_rows(statuses))],
+        [
+            _fair_share_table(fair),
+            _tree_table(data.cohort_tree_rows(now)),
+            _cohort_table(data.cohort_rows(statuses)),
+        ],
     )
 
 
@@ -183,6 +221,7 @@ def build_fairshare(request: HttpRequest, now: datetime, span: data.Range) -> Pa
         [figures.chart("share-tree", figures.share_tree_bars(rows))],
         [
             _share_tree_table(rows, half_life_days),
+            _tree_table(data.cohort_tree_rows(now)),
             _cohort_table(data.cohort_rows(statuses)),
         ],
     )

@@ -1,8 +1,9 @@
 """``queue_status``: where a queue stands, per flavor and in fair share, and who waits in it.
 
-Per flavor (Kueue's meanings, docs/SCHEDULING.md section 2): ``nominal``, ``used`` (GPUs held by
-its admitted, running or stopping jobs), ``borrowed`` (used above nominal), ``lent`` (its unused
-lendable nominal that other queues of its cohort use now), and the borrowing / lending limits.
+Per flavor (Kueue's meanings, docs/SCHEDULING.md sections 2 and 2a): ``nominal``, ``used`` (GPUs
+held by its admitted, running or stopping jobs), ``borrowed`` (used above nominal), ``lent`` (its
+unused lendable nominal that other queues of its cohort, or through its cohort's parents the rest
+of its cohort tree, use now: ``gpusched.engine.tree_usage``), and the borrowing / lending limits.
 Fair share (section 5): decayed usage ``H(q)``, the score ``(H/tau + U)/weight`` and Slurm's
 factor, and the engine's ``share`` (``SHARE_MEANING``: the one meaning of "over its share" on
 every page). Pending jobs in the engine's rank order within the queue (within-nominal jobs first,
@@ -26,9 +27,10 @@ from django.utils import timezone
 
 from gpusched.engine import fairshare
 from gpusched.engine import model as engine
-from gpusched.engine.quota import QuotaState, lent_by_member
+from gpusched.engine.quota import QuotaState, QuotaStatics
+from gpusched.engine.tree_usage import NodeUsage, queue_lent, tree_usage
 from queues.models import Flavor, Job, JobFlavor, Queue, Quota
-from queues.services.snapshot import HOLDING_STATES, queue_key
+from queues.services.snapshot import HOLDING_STATES, cohort_tree, queue_key
 
 DEFAULT_PENDING_LIMIT = 100
 SHARE_MEANING = (
@@ -88,6 +90,7 @@ class QueueStatus:
     pending_count: int
     pending: tuple[PendingEntry, ...] = field(default_factory=tuple)
     share: float = 0.0  # the engine's (gpusched.engine.quota.QuotaState.share): SHARE_MEANING
+    cohort_parents: tuple[str, ...] = ()  # the cohort's parent, its parent, ... up to the root
 
     @property
     def over_share(self) -> bool:
@@ -105,6 +108,7 @@ class QueueStatus:
             "queue": self.queue,
             "team": self.team,
             "cohort": self.cohort,
+            "cohort_parents": list(self.cohort_parents),
             "weight": self.weight,
             "is_open": self.is_open,
             "flavors": [
@@ -172,18 +176,6 @@ def flavor_usage(queue_ids: Sequence[int], now: datetime) -> dict[int, dict[int,
     return usage
 
 
-def _lent(members: list[Queue], usage: dict[int, dict[int, int]], flavor_id: int) -> dict[int, int]:
-    """How much of each member's unused lendable nominal the cohort's borrowers use now (the
-    engine's rule: ``gpusched.engine.quota.lent_by_member``)."""
-    quotas: dict[str, tuple[int, int | None]] = {}
-    for q in members:
-        quota = next((x for x in q.quotas.all() if x.flavor_id == flavor_id), None)
-        quotas[queue_key(q)] = (quota.nominal, quota.lending_limit) if quota else (0, None)
-    used = {queue_key(q): usage.get(q.pk, {}).get(flavor_id, 0) for q in members}
-    lent = lent_by_member(quotas, used)
-    return {q.pk: lent[queue_key(q)] for q in members}
-
-
 def queues_status(
     queues: Iterable[Queue],
     *,
@@ -197,9 +189,14 @@ def queues_status(
     ids = [q.pk for q in targets]
     if not ids:
         return []
-    cohort_ids = {q.cohort_id for q in targets if q.cohort_id is not None}
+    flavor_rows = list(Flavor.objects.values_list("pk", "name", "gpu_equivalent"))
+    flavor_names = {pk: name for pk, name, _ in flavor_rows}
+    cohorts = cohort_tree(flavor_names)
+    parent = {c.name: c.parent for c in cohorts}
+    trees = {_root(q.cohort.name, parent) for q in targets if q.cohort is not None}
+    in_trees = [c.name for c in cohorts if _root(c.name, parent) in trees]
     related = list(
-        Queue.objects.filter(Q(pk__in=ids) | Q(cohort_id__in=cohort_ids))
+        Queue.objects.filter(Q(pk__in=ids) | Q(cohort__name__in=in_trees))
         .select_related("team", "cohort")
         .prefetch_related(
             Prefetch("quotas", queryset=Quota.objects.select_related("flavor").order_by("flavor"))
@@ -207,7 +204,7 @@ def queues_status(
     )
     by_id = {q.pk: q for q in related}
     usage = flavor_usage(list(by_id), moment)
-    geq = dict(Flavor.objects.values_list("pk", "gpu_equivalent"))
+    geq = {pk: equivalent for pk, _, equivalent in flavor_rows}
     weights: dict[int, float] = {}
     decayed: dict[int, float] = {}
     for pk, weight, h in Queue.objects.values_list("pk", "weight", "decayed_usage"):
@@ -215,12 +212,9 @@ def queues_status(
     slurm = fairshare.slurm_factors(
         {str(k): v for k, v in decayed.items()}, {str(k): v for k, v in weights.items()}
     )
-    members: dict[int, list[Queue]] = defaultdict(list)
-    for q in related:
-        if q.cohort_id is not None:
-            members[q.cohort_id].append(q)
     pending = _pending(ids, pending_limit)
-    shares = _shares(related, usage)
+    state = _quota_state(related, usage, cohorts, flavor_names)
+    lent = queue_lent(state)
 
     half_life = float(settings.FAIRSHARE_HALF_LIFE)  # the engine's (snapshot.half_life)
     out = []
@@ -230,9 +224,6 @@ def queues_status(
         flavors = []
         for quota in q.quotas.all():
             u = used.get(quota.flavor_id, 0)
-            lent = 0
-            if q.cohort_id is not None:
-                lent = _lent(members[q.cohort_id], usage, quota.flavor_id).get(q.pk, 0)
             flavors.append(
                 FlavorStatus(
                     flavor=quota.flavor.name,
@@ -241,7 +232,7 @@ def queues_status(
                     lending_limit=quota.lending_limit,
                     used=u,
                     borrowed=max(0, u - quota.nominal),
-                    lent=lent,
+                    lent=lent.get((queue_key(q), quota.flavor.name), 0),
                 )
             )
         u_geq = sum(units * geq.get(f, 1.0) for f, units in used.items())
@@ -261,7 +252,8 @@ def queues_status(
                 slurm_factor=slurm.get(str(q.pk), 0.0),
                 pending_count=count,
                 pending=entries,
-                share=shares.get(q.pk, 0.0),
+                share=state.share(queue_key(q)),
+                cohort_parents=_parents(q.cohort.name, parent) if q.cohort else (),
             )
         )
     return out
@@ -277,12 +269,28 @@ def share_label(share: float) -> str:
     return f"{share:.3g}"
 
 
-def _shares(related: list[Queue], usage: dict[int, dict[int, int]]) -> dict[int, float]:
-    """queue id -> the engine's share (``QuotaState.share``) of each queue of ``related``, which
-    holds every member of their cohorts (the pools are the members' lendable nominals)."""
-    names = {quota.flavor_id: quota.flavor.name for q in related for quota in q.quotas.all()}
-    if any(f not in names for used in usage.values() for f in used):
-        names.update(Flavor.objects.values_list("pk", "name"))
+def _root(cohort: str, parent: dict[str, str | None]) -> str:
+    return ([cohort, *_parents(cohort, parent)])[-1]
+
+
+def _parents(cohort: str, parent: dict[str, str | None]) -> tuple[str, ...]:
+    """The cohort's parent, its parent, ... up to the root (a cycle stops the walk)."""
+    up: list[str] = []
+    k = parent.get(cohort)
+    while k is not None and k not in up and k != cohort:
+        up.append(k)
+        k = parent.get(k)
+    return tuple(up)
+
+
+def _quota_state(
+    related: list[Queue],
+    usage: dict[int, dict[int, int]],
+    cohorts: Sequence[engine.Cohort],
+    names: dict[int, str],
+) -> QuotaState:
+    """The engine's quota accounting of ``related`` (every queue of their cohort trees) with
+    what each holds now, over the cohort tree (the live snapshot's: ``cohort_tree``)."""
     queues = [
         engine.Queue(
             name=queue_key(q),
@@ -290,7 +298,7 @@ def _shares(related: list[Queue], usage: dict[int, dict[int, int]]) -> dict[int,
             cohort=q.cohort.name if q.cohort else None,
             weight=q.weight,
             quotas={
-                quota.flavor.name: engine.Quota(
+                names[quota.flavor_id]: engine.Quota(
                     nominal=quota.nominal,
                     borrowing_limit=quota.borrowing_limit,
                     lending_limit=quota.lending_limit,
@@ -306,8 +314,21 @@ def _shares(related: list[Queue], usage: dict[int, dict[int, int]]) -> dict[int,
         for f, units in usage.get(q.pk, {}).items()
         if units
     }
-    state = QuotaState(queues, held)
-    return {q.pk: state.share(queue_key(q)) for q in related}
+    return QuotaState(queues, held, QuotaStatics(queues, cohorts))
+
+
+def cohort_tree_usage(now: datetime | None = None) -> list[NodeUsage]:
+    """Every cohort tree now, node by node and flavor (``gpusched.engine.tree_usage``): the
+    engine's arithmetic over every queue with a cohort and what it holds (fixed query count)."""
+    moment = now or timezone.now()
+    names = dict(Flavor.objects.values_list("pk", "name"))
+    related = list(
+        Queue.objects.exclude(cohort=None)
+        .select_related("team", "cohort")
+        .prefetch_related("quotas")
+    )
+    usage = flavor_usage([q.pk for q in related], moment)
+    return tree_usage(_quota_state(related, usage, cohort_tree(names), names))
 
 
 def queue_status(
