@@ -168,6 +168,7 @@ class CohortSerializer(ModelCleanMixin, StrictModelSerializer[Cohort]):
         quotas = validated_data.pop("quotas", [])
         cohort = Cohort.objects.create(**validated_data)
         CohortQuota.objects.bulk_create(CohortQuota(cohort=cohort, **quota) for quota in quotas)
+        catalog.changed()  # a bulk insert sends no signal
         return cohort
 
     @transaction.atomic

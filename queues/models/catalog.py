@@ -1,17 +1,19 @@
 """What a submission is checked against, read once and kept until it changes: the queues (with
 their team and cohort), the classes each accepts, the service classes and flavors by name, the
-quotas, and per flavor the most units on one node and in one cluster.
+quotas, the cohort tree (parents and the cohorts' own quotas), and per flavor the most units on
+one node and in one cluster.
 
 ``current()`` answers from the shared cache (Redis in production: every web and worker process
-sees the same entry) and reads the database (6 queries) only when the entry is missing. The
+sees the same entry) and reads the database (8 queries) only when the entry is missing. The
 entry's key carries a version; ``changed()`` moves the version on, at once and again when the
 transaction commits, so the next submission in any process reads the new rows (an entry built
 from rows read before the commit is stored under the old version and never read again).
 
-What moves the version: saving or deleting a queue, team, cohort, quota, flavor, service class,
-cluster or node, a change of a queue's accepted classes (signals, ``connect()``), and the bulk
-writes that send no signal: the sync's node rewrite when a capacity changes or a node appears
-(queues/services/observe.py) and the API's quota creation (queues/api/serializers.py).
+What moves the version: saving or deleting a queue, team, cohort, cohort quota, quota, flavor,
+service class, cluster or node, a change of a queue's accepted classes (signals,
+``connect()``), and the bulk writes that send no signal: the sync's node rewrite when a
+capacity changes or a node appears (queues/services/observe.py) and the API's quota and cohort
+quota creation (queues/api/serializers.py).
 
 ``CATALOG_CACHE_SECONDS`` bounds an entry's life; 0 turns the cache off (every ``current()``
 reads the database). It is 0 unless the cache is shared between processes (``CACHE_URL`` or
@@ -31,7 +33,7 @@ from django.core.cache import cache
 from django.db import transaction
 from django.db.models import signals
 
-from queues.models.organisation import Cohort, Queue, Quota, Team
+from queues.models.organisation import Cohort, CohortQuota, Queue, Quota, Team
 from queues.models.resources import Cluster, Flavor, Node, ServiceClass
 
 VERSION_KEY = "gpuplatform:catalog:version"
@@ -46,6 +48,9 @@ class Catalog:
     # queue id -> ids of the classes it accepts (none: every class)
     allowed_classes: dict[int, frozenset[int]] = field(default_factory=dict)
     quotas: list[Quota] = field(default_factory=list)  # with their flavor
+    # the cohort tree (docs/SCHEDULING.md section 2a): cohort id -> parent id, and own quotas
+    cohort_parents: dict[int, int | None] = field(default_factory=dict)
+    cohort_quota_rows: list[CohortQuota] = field(default_factory=list)
     # flavor name -> the most units on one node / in one cluster (every node counts)
     node_most: dict[str, int] = field(default_factory=dict)
     cluster_most: dict[str, int] = field(default_factory=dict)
@@ -69,14 +74,38 @@ class Catalog:
         cohort = {pk for pk, q in self.queues.items() if q.cohort_id == queue.cohort_id}
         return [q for q in self.quotas if q.queue_id in cohort]
 
+    def root_of(self, cohort_id: int) -> int:
+        """The root of ``cohort_id``'s tree (itself for a root; a cycle stops the walk)."""
+        seen = {cohort_id}
+        parent = self.cohort_parents.get(cohort_id)
+        while parent is not None and parent not in seen:
+            seen.add(parent)
+            cohort_id = parent
+            parent = self.cohort_parents.get(cohort_id)
+        return cohort_id
+
+    def tree_quotas(self, queue: Queue) -> tuple[list[Quota], list[CohortQuota], list[int]]:
+        """The quotas of every queue of ``queue``'s cohort tree (its own when it has no
+        cohort), the own quotas of the tree's cohorts, and those cohorts' ids."""
+        if queue.cohort_id is None:
+            return self.quotas_of(queue), [], []
+        root = self.root_of(queue.cohort_id)
+        known = set(self.cohort_parents) | {queue.cohort_id}
+        cohorts = [pk for pk in sorted(known) if self.root_of(pk) == root]
+        members = {pk for pk, q in self.queues.items() if q.cohort_id in cohorts}
+        own = [row for row in self.cohort_quota_rows if row.cohort_id in cohorts]
+        return [q for q in self.quotas if q.queue_id in members], own, cohorts
+
 
 def read() -> Catalog:
-    """The catalog from the database (6 queries)."""
+    """The catalog from the database (8 queries)."""
     catalog = Catalog(
         queues=dict(Queue.objects.select_related("team", "cohort").in_bulk()),
         service_classes={c.name: c for c in ServiceClass.objects.all()},
         flavors={f.name: f for f in Flavor.objects.all()},
         quotas=list(Quota.objects.select_related("flavor").order_by("pk")),
+        cohort_parents=dict(Cohort.objects.values_list("pk", "parent_id")),
+        cohort_quota_rows=list(CohortQuota.objects.order_by("pk")),
     )
     allowed: dict[int, set[int]] = defaultdict(set)
     links = Queue.allowed_service_classes.through.objects.values_list("queue_id", "serviceclass_id")
@@ -136,7 +165,7 @@ def _on_classes_change(sender: Any, action: str, **kwargs: Any) -> None:
         changed()
 
 
-WATCHED = (Queue, Team, Cohort, Quota, Flavor, ServiceClass, Cluster, Node)
+WATCHED = (Queue, Team, Cohort, CohortQuota, Quota, Flavor, ServiceClass, Cluster, Node)
 
 
 def connect() -> None:

@@ -30,12 +30,14 @@ says which one in the list). The rules:
   could ever give it that much. These are the engine's never-reasons (gpusched/engine/explain.py
   NO_FLAVOR, TOO_LARGE, QUOTA_EXCEEDED): the quota test is the engine's own
   (``QuotaState.never_fits``: nominal, plus what the class may borrow, up to the borrowing limit
-  and the cohort's pool). Every node counts, cordoned or not ready ones too: those come back.
+  and the most its cohort could get through the cohort tree: every cohort's limit up to the
+  root, docs/SCHEDULING.md section 2a). Every node counts, cordoned or not ready ones too: those
+  come back.
 
-What the rules check against (the queue's classes and quotas, the cohort's quotas, the capacity
-per flavor) is read from the catalog (queues/models/catalog.py: cached until it changes); who
-the user is (groups, teams) once per request (gpuplatform/roles.py). ``check_submission``
-returns a ``Checked`` that ``submit_job`` accepts instead of checking again.
+What the rules check against (the queue's classes and quotas, the cohort tree's quotas, the
+capacity per flavor) is read from the catalog (queues/models/catalog.py: cached until it
+changes); who the user is (groups, teams) once per request (gpuplatform/roles.py).
+``check_submission`` returns a ``Checked`` that ``submit_job`` accepts instead of checking again.
 """
 
 from __future__ import annotations
@@ -48,9 +50,9 @@ from typing import TYPE_CHECKING, Any
 from django.core.exceptions import ValidationError
 
 from gpusched.engine import model as engine
-from gpusched.engine.quota import QuotaState
+from gpusched.engine.quota import QuotaState, QuotaStatics
 from queues.models import catalog, job_spec, pod_template
-from queues.models.organisation import Queue, Quota
+from queues.models.organisation import CohortQuota, Queue, Quota
 from queues.models.resources import Flavor, ServiceClass
 from queues.models.validators import dns_label
 
@@ -456,7 +458,7 @@ def _fits(found: _Found, s: Submission) -> None:
             "runs in one cluster. Ask for fewer workers or GPUs per worker.",
         )
         return
-    quota = _QuotaView(queue, found.catalog.cohort_quotas(queue))
+    quota = _QuotaView(queue, found.catalog)
     if all(quota.never_fits(f, need, cls.can_borrow) for f in fit_cluster):
         most = "; ".join(f"{f.name}: {quota.most(f, cls)}" for f in fit_cluster)
         found.add(
@@ -467,26 +469,36 @@ def _fits(found: _Found, s: Submission) -> None:
 
 
 class _QuotaView:
-    """The engine's quota accounting for a queue and its cohort, with nothing in use."""
+    """The engine's quota accounting for a queue and its cohort tree, with nothing in use."""
 
-    def __init__(self, queue: Queue, rows: Iterable[Quota]) -> None:
-        """``rows``: the quotas of the queue's cohort (the pool is the cohort's: every member's
-        lending counts), or the queue's own when it has no cohort."""
+    def __init__(self, queue: Queue, found: catalog.Catalog) -> None:
+        """From the catalog: the quotas of every queue of the queue's cohort tree (the pools
+        are the tree's: every member's lending counts), or the queue's own when it has no
+        cohort, and the tree's cohorts with their own quotas (docs/SCHEDULING.md 2a)."""
+        rows, cohort_rows, cohort_ids = found.tree_quotas(queue)
         self.queue = queue
         by_queue: dict[int, dict[str, engine.Quota]] = defaultdict(dict)
+        cohort_of: dict[int, int | None] = {queue.pk: queue.cohort_id}
         self.rows: dict[int, Quota] = {}
         for row in rows:
-            by_queue[row.queue_id][str(row.flavor_id)] = engine.Quota(
-                nominal=row.nominal,
-                borrowing_limit=row.borrowing_limit,
-                lending_limit=row.lending_limit,
-            )
+            by_queue[row.queue_id][str(row.flavor_id)] = _engine_quota(row)
+            member = found.queues.get(row.queue_id)
+            cohort_of[row.queue_id] = member.cohort_id if member is not None else None
             if row.queue_id == queue.pk:
                 self.rows[row.flavor_id] = row
-        cohort = None if queue.cohort_id is None else str(queue.cohort_id)
-        self.state = QuotaState(
-            [engine.Queue(str(pk), quotas, cohort=cohort) for pk, quotas in by_queue.items()]
-        )
+        by_queue.setdefault(queue.pk, {})
+        own: dict[int, dict[str, engine.Quota]] = defaultdict(dict)
+        for cohort_row in cohort_rows:
+            own[cohort_row.cohort_id][str(cohort_row.flavor_id)] = _engine_quota(cohort_row)
+        parents = found.cohort_parents
+        cohorts = [
+            engine.Cohort(str(pk), _name(parents.get(pk)), own.get(pk, {})) for pk in cohort_ids
+        ]
+        queues = [
+            engine.Queue(str(pk), quotas, cohort=_name(cohort_of.get(pk)))
+            for pk, quotas in by_queue.items()
+        ]
+        self.state = QuotaState(queues, static=QuotaStatics(queues, cohorts))
 
     def never_fits(self, flavor: Flavor, units: int, can_borrow: bool) -> bool:
         return self.state.never_fits(str(self.queue.pk), str(flavor.pk), units, can_borrow)
@@ -499,8 +511,21 @@ class _QuotaView:
             return f"its nominal quota of {nominal}, and the queue has no cohort"
         if not service_class.can_borrow:
             return f"its nominal quota of {nominal}, and class {service_class.name} may not borrow"
-        pool, _ = self.state.pool_numbers(str(self.queue.pk), str(flavor.pk))
+        pool = self.state.tree.most(str(self.queue.cohort_id), str(flavor.pk))
         text = f"its nominal {nominal} plus what it may borrow"
         if row is not None and row.borrowing_limit is not None:
             text += f" (at most {nominal + row.borrowing_limit})"
+        if self.state.tree.hierarchical:
+            where = f"the most its cohort {self.queue.cohort} can get through its cohort tree"
+            return f"{text} from {where} ({pool})"
         return f"{text} from the cohort pool of {self.queue.cohort} ({pool})"
+
+
+def _name(pk: int | None) -> str | None:
+    return None if pk is None else str(pk)
+
+
+def _engine_quota(row: Quota | CohortQuota) -> engine.Quota:
+    return engine.Quota(
+        nominal=row.nominal, borrowing_limit=row.borrowing_limit, lending_limit=row.lending_limit
+    )
