@@ -120,9 +120,10 @@ def _cohort_table(rows: list[CohortRow]) -> dict[str, Any]:
     return {
         "id": "cohorts",
         "caption": (
-            "Cohorts now: who lends to whom. Per GPU type, the pool is what the members may "
-            "lend of their nominal quotas; the lenders' unused nominal is what the borrowers use "
-            "above theirs."
+            "Cohorts now: who lends to whom. Per GPU type, the pool is what the member queues "
+            "may lend of their nominal quotas; the lenders' unused nominal is what the borrowers "
+            "use above theirs or, in a cohort tree, what the cohort lends its parent (the cohort "
+            "tree table above has every level)."
         ),
         "columns": ["Cohort", "GPU type", "Pool", "Lent by (units)", "Borrowed by (units)"],
         "rows": [

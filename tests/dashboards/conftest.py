@@ -15,7 +15,19 @@ from django.utils import timezone
 
 from accounting.models import Budget, FlavorPrice, UsageRecord
 from dashboards.rollup import record_cycle, sample_capacity
-from queues.models import Cluster, Flavor, Job, JobEvent, JobRuntime, Node, Queue, Quota, Team
+from queues.models import (
+    Cluster,
+    Cohort,
+    CohortQuota,
+    Flavor,
+    Job,
+    JobEvent,
+    JobRuntime,
+    Node,
+    Queue,
+    Quota,
+    Team,
+)
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 
@@ -163,3 +175,25 @@ def grow(
         record_cycle(now)
 
     return add
+
+
+@pytest.fixture
+def three_levels(
+    queue_a: Queue, queue_b: Queue, team_b: Team, flavor_h100: Flavor, cohort: Cohort,
+    running_job: Callable[..., Job], researcher_a: User, nodes: list[object],
+) -> Queue:  # fmt: skip
+    """``org`` over ``research`` (team-a/main 8, team-b/main 8; lends org at most 2, may borrow
+    4) and ``biology`` (team-b/bio 6). team-a/main runs 12, team-b/bio runs 8."""
+    org = Cohort.objects.create(name="org")
+    cohort.parent = org
+    cohort.save()
+    CohortQuota.objects.create(
+        cohort=cohort, flavor=flavor_h100, nominal=0, borrowing_limit=4, lending_limit=2
+    )
+    biology = Cohort.objects.create(name="biology", parent=org)
+    bio = Queue.objects.create(team=team_b, name="bio", cohort=biology)
+    Quota.objects.create(queue=bio, flavor=flavor_h100, nominal=6)
+    running_job(queue=queue_a, owner=researcher_a, node="n1", workers=1, gpus_per_worker=8)
+    running_job(queue=queue_a, owner=researcher_a, node="n1", workers=1, gpus_per_worker=4)
+    running_job(queue=bio, owner=researcher_a, node="n1", workers=1, gpus_per_worker=8)
+    return bio

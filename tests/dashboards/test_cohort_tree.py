@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import pytest
 from django.contrib.auth.models import User
 from django.test import Client
@@ -14,32 +12,10 @@ from gpusched.engine.model import Cohort as EngineCohort
 from gpusched.engine.model import Queue as EngineQueue
 from gpusched.engine.model import Quota as EngineQuota
 from gpusched.engine.quota import QuotaState, QuotaStatics
-from queues.models import Cohort, CohortQuota, Flavor, Job, Queue, Quota, Team
+from queues.models import Queue
 from queues.services.queue_status import queue_status
 
 EM = "\u2003"
-
-
-@pytest.fixture
-def three_levels(
-    queue_a: Queue, queue_b: Queue, team_b: Team, flavor_h100: Flavor, cohort: Cohort,
-    running_job: Callable[..., Job], researcher_a: User, nodes: list[object],
-) -> Queue:  # fmt: skip
-    """``org`` over ``research`` (team-a/main 8, team-b/main 8; lends org at most 2, may borrow
-    4) and ``biology`` (team-b/bio 6). team-a/main runs 12, team-b/bio runs 8."""
-    org = Cohort.objects.create(name="org")
-    cohort.parent = org
-    cohort.save()
-    CohortQuota.objects.create(
-        cohort=cohort, flavor=flavor_h100, nominal=0, borrowing_limit=4, lending_limit=2
-    )
-    biology = Cohort.objects.create(name="biology", parent=org)
-    bio = Queue.objects.create(team=team_b, name="bio", cohort=biology)
-    Quota.objects.create(queue=bio, flavor=flavor_h100, nominal=6)
-    running_job(queue=queue_a, owner=researcher_a, node="n1", workers=1, gpus_per_worker=8)
-    running_job(queue=queue_a, owner=researcher_a, node="n1", workers=1, gpus_per_worker=4)
-    running_job(queue=bio, owner=researcher_a, node="n1", workers=1, gpus_per_worker=8)
-    return bio
 
 
 def _engine_state() -> QuotaState:
