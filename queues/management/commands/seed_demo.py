@@ -114,24 +114,28 @@ TEAMS: dict[str, dict[str, Any]] = {
     "team-a": {
         "description": "Vision research",
         "queue": "main",
+        "cohort": "research",
         "quotas": {"h100": 16, "a100-80gb": 4, "h100-1g.10gb": 2, "h100-3g.40gb": 1},
         "members": ["alice"],
     },
     "team-b": {
         "description": "Language models",
         "queue": "main",
+        "cohort": "research",
         "quotas": {"h100": 8, "a100-80gb": 8, "h100-1g.10gb": 4, "h100-3g.40gb": 0},
         "members": ["bob"],
     },
     "team-c": {
         "description": "Robotics",
         "queue": "main",
+        "cohort": "research",
         "quotas": {"h100": 8, "a100-80gb": 4, "h100-1g.10gb": 2, "h100-3g.40gb": 1},
         "members": ["carol"],
     },
     "team-d": {
         "description": "Inference and notebooks (MIG slices)",
         "queue": "main",
+        "cohort": "services",
         "quotas": {"h100": 0, "a100-80gb": 0, "h100-1g.10gb": 6, "h100-3g.40gb": 2},
         "members": ["dave"],
     },
@@ -143,7 +147,15 @@ PRICES_FROM = datetime(2020, 1, 1, tzinfo=UTC)
 
 DEFAULT_HISTORY_DAYS = 30
 
-COHORT = "research"
+# The cohort tree (docs/SCHEDULING.md section 2a): an organisation over two departments, whose
+# queues are the third level. No cohort quota of its own: every department lends all its unused
+# quota to the other through ``org``, as the one flat cohort did, and fair sharing compares the
+# departments first, then the teams inside one.
+ORG = "org"
+COHORTS: dict[str, str] = {
+    "research": "Vision, language and robotics research: lends to and borrows from services.",
+    "services": "Inference and notebooks: lends to and borrows from research.",
+}
 CLUSTER = "sim-east"
 
 
@@ -278,10 +290,16 @@ class Command(BaseCommand):
             note(service_class, made)
             classes.append(service_class)
 
-        cohort, made = Cohort.objects.get_or_create(
-            name=COHORT, defaults={"description": "Every demo team lends to and borrows from it."}
+        org, made = Cohort.objects.get_or_create(
+            name=ORG, defaults={"description": "The organisation: every department's parent."}
         )
-        note(cohort, made)
+        note(org, made)
+        cohorts = {}
+        for name, description in COHORTS.items():
+            cohorts[name], made = Cohort.objects.get_or_create(
+                name=name, defaults={"description": description, "parent": org}
+            )
+            note(cohorts[name], made)
 
         for team_name, spec in TEAMS.items():
             team, made = Team.objects.get_or_create(
@@ -289,7 +307,7 @@ class Command(BaseCommand):
             )
             note(team, made)
             queue, made = Queue.objects.get_or_create(
-                team=team, name=spec["queue"], defaults={"cohort": cohort}
+                team=team, name=spec["queue"], defaults={"cohort": cohorts[spec["cohort"]]}
             )
             if made:
                 queue.allowed_service_classes.set(classes)
