@@ -17,7 +17,12 @@ class FlavorStatusSerializer(serializers.Serializer[Any]):
     lending_limit = serializers.IntegerField(allow_null=True)
     used = serializers.IntegerField()
     borrowed = serializers.IntegerField(help_text="Used above nominal, from the cohort.")
-    lent = serializers.IntegerField(help_text="Unused nominal other queues of the cohort use now.")
+    lent = serializers.IntegerField(
+        help_text=(
+            "Unused nominal other queues use now: of its cohort, or through the cohort's "
+            "parents, of the rest of its cohort tree."
+        )
+    )
     free_nominal = serializers.IntegerField()
 
 
@@ -55,6 +60,10 @@ class QueueStatusSerializer(serializers.Serializer[Any]):
     queue = serializers.CharField(help_text="team/queue")
     team = serializers.CharField()
     cohort = serializers.CharField(allow_null=True)
+    cohort_parents = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="The cohort's parent, its parent, ... up to the root (empty: a root cohort).",
+    )
     weight = serializers.FloatField()
     is_open = serializers.BooleanField()
     flavors = FlavorStatusSerializer(many=True)

@@ -72,3 +72,5 @@ def test_a_queue_page_counts_what_its_cohort_lends_up_the_tree(
     client.force_login(platform_admin)
     page = client.get(reverse("queue-detail", args=[queue_b.pk])).text
     assert "under <strong>org</strong>" in page
+    api = client.get(f"/api/v1/queues/{queue_b.pk}/status/").json()
+    assert api["cohort_parents"] == ["org"] and api["flavors"][0]["lent"] == 6
