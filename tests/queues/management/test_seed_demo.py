@@ -86,7 +86,13 @@ def test_seed_demo_builds_flavors_classes_queues_and_cluster() -> None:
     assert classes["spot"].price_multiplier < classes["standard"].price_multiplier
     queues = Queue.objects.all()
     assert queues.count() == 4
-    assert {q.cohort.name for q in queues if q.cohort} == {"research"}
+    cohorts = {str(q): (q.cohort.name, q.cohort.parent.name) for q in queues if q.cohort}
+    assert cohorts == {  # three levels: org, its two departments, the teams' queues
+        "team-a/main": ("research", "org"),
+        "team-b/main": ("research", "org"),
+        "team-c/main": ("research", "org"),
+        "team-d/main": ("services", "org"),
+    }
     assert all(q.quotas.count() == 4 for q in queues)
     cluster = Cluster.objects.get()
     assert cluster.driver == "simulated"
