@@ -7,7 +7,17 @@ from typing import Any
 from django import forms
 from django.contrib.auth import get_user_model
 
-from queues.models import Cluster, Cohort, Flavor, Membership, Queue, Quota, ServiceClass, Team
+from queues.models import (
+    Cluster,
+    Cohort,
+    CohortQuota,
+    Flavor,
+    Membership,
+    Queue,
+    Quota,
+    ServiceClass,
+    Team,
+)
 
 
 class TeamForm(forms.ModelForm):
@@ -122,4 +132,15 @@ class BaseQuotaFormSet(forms.BaseInlineFormSet):
 
 QuotaFormSet = forms.inlineformset_factory(
     Queue, Quota, form=QuotaForm, formset=BaseQuotaFormSet, extra=1, can_delete=True
+)
+
+
+class CohortQuotaForm(forms.ModelForm):
+    class Meta:
+        model = CohortQuota
+        fields = list(CohortQuota.AUDITED_FIELDS)
+
+
+CohortQuotaFormSet = forms.inlineformset_factory(
+    Cohort, CohortQuota, form=CohortQuotaForm, formset=BaseQuotaFormSet, extra=1, can_delete=True
 )

@@ -83,12 +83,12 @@ def queue_edit(request: HttpRequest, pk: int | None = None) -> HttpResponse:
             "impacts": impacts,
             "stranded": stranded,
             "history": history,
-            **_what_if_context(),
+            **what_if_context(),
         },
     )
 
 
-def _what_if_context() -> dict[str, Any]:
+def what_if_context() -> dict[str, Any]:
     """The what-if section's choices (queues/services/whatif/): clusters and flavors, and the
     flavor names behind the quota rows' choices (the API takes names)."""
     flavors = list(Flavor.objects.order_by("name"))
