@@ -62,8 +62,8 @@ def compare(
             _row(name, cohorts[name], outcomes, {name}, counted) for name in sorted(cohorts)
         ],
         "cohorts": [
-            _row(c, c, outcomes, {q for q, of in cohorts.items() if of == c}, counted)
-            for c in sorted({c for c in cohorts.values() if c})
+            _row(c, c, outcomes, members, counted)
+            for c, members in sorted(_subtrees(world).items())
         ],
         "capacity": {run: round(outcomes[run].capacity, 3) for run in RUNS},
         "charts": [
@@ -84,6 +84,19 @@ def _share(progress: Callable[[float], None], index: int) -> Callable[[float], N
 
 def _cohorts(world: World) -> dict[str, str]:
     return {q.name: q.cohort or "" for q in world.queues}
+
+
+def _subtrees(world: World) -> dict[str, set[str]]:
+    """Every cohort (named by a queue or declared in the tree) -> the queues under it at any
+    depth, so a department's row adds up its teams' queues."""
+    parent = {c.name: c.parent for c in world.cohorts}
+    out: dict[str, set[str]] = {c.name: set() for c in world.cohorts}
+    for q in world.queues:
+        k = q.cohort
+        while k is not None and q.name not in out.setdefault(k, set()):
+            out[k].add(q.name)
+            k = parent.get(k)
+    return out
 
 
 def _row(

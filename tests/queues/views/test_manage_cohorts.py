@@ -215,3 +215,12 @@ def test_cohort_pages_are_for_platform_admins_only(
             reverse("manage-cohort-edit", args=[cohort.pk]),
         ):
             assert client.get(url).status_code == 403
+
+
+def test_the_cohort_page_has_the_what_if_section_for_its_quotas(
+    client: Client, platform_admin: User, department: CohortQuota
+) -> None:
+    client.force_login(platform_admin)
+    html = client.get(reverse("manage-cohort-edit", args=[department.cohort_id])).content.decode()
+    assert 'id="what-if"' in html and 'data-cohort="research"' in html
+    assert 'id="cohort-form"' in html and "js/whatif.js" in html
