@@ -62,7 +62,7 @@ def compare(
             _row(name, cohorts[name], outcomes, {name}, counted) for name in sorted(cohorts)
         ],
         "cohorts": [
-            _row(c, c, outcomes, members, counted)
+            _row(c, c, outcomes, members, counted, is_cohort=True)
             for c, members in sorted(_subtrees(world).items())
         ],
         "capacity": {run: round(outcomes[run].capacity, 3) for run in RUNS},
@@ -100,16 +100,22 @@ def _subtrees(world: World) -> dict[str, set[str]]:
 
 
 def _row(
-    name: str, cohort: str, outcomes: dict[str, RunOutcome], queues: set[str], counted: set[str]
-) -> dict[str, Any]:
-    """One line of the table: ``queues`` (one queue, or a cohort's members) in both runs; the
-    waits of the jobs in ``counted`` (not those carried in)."""
+    name: str, cohort: str, outcomes: dict[str, RunOutcome], queues: set[str], counted: set[str],
+    *, is_cohort: bool = False,
+) -> dict[str, Any]:  # fmt: skip
+    """One line of the table: ``queues`` (one queue, or every queue under a cohort) in both
+    runs; the waits of the jobs in ``counted`` (not those carried in). Borrowed: a queue's above
+    its nominal, a cohort's above its capacity in the tree (from its parent)."""
     row: dict[str, Any] = {"name": name, "cohort": cohort}
     for run, outcome in outcomes.items():
+        borrowed = (
+            outcome.cohort_borrowed_seconds.get(name, 0.0) if is_cohort
+            else sum(outcome.borrowed_seconds.get(q, 0.0) for q in queues)
+        )  # fmt: skip
         row[run] = measures(
             [j for n, j in outcome.jobs.items() if j.queue in queues and n in counted],
             sum(outcome.gpu_seconds.get(q, 0.0) for q in queues),
-            sum(outcome.borrowed_seconds.get(q, 0.0) for q in queues),
+            borrowed,
         )
     return row
 

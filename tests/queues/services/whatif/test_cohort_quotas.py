@@ -62,6 +62,12 @@ def test_lowering_a_departments_nominal_makes_its_queues_wait(tree_history: None
     # B's job to end (10 h after it started), then runs one job after the other.
     assert a["proposed"]["mean_wait_s"] == pytest.approx((10 * HOUR - 60 + 14 * HOUR - 60) / 2)
     assert row(result, "team-b/main")["proposed"]["mean_wait_s"] == 0.0
+    research = row(result, "research")
+    # a department borrows what its subtree uses beyond its capacity: today nothing (its own 8),
+    # then all of A's 8 GPUs for 8 h, from org (which, a root, borrows nothing)
+    borrowed = [research[run]["borrowed_gpu_hours"] for run in ("today", "proposed")]
+    assert borrowed == [0.0, 64.0]
+    assert row(result, "org")["proposed"]["borrowed_gpu_hours"] == 0.0
     assert result["proposal"]["cohort_quotas"] == [
         {"cohort": "research", "flavor": "h100", "nominal": 0, "borrowing_limit": None,
          "lending_limit": None}
