@@ -26,9 +26,9 @@ from django.utils import timezone
 from gpusched.engine import model as engine
 from gpusched.engine.quota import UNLIMITED, QuotaState, QuotaStatics
 from queues.models import Cohort, Flavor, Job, Queue
-from queues.services.queue_status import HOLDING_STATES, flavor_usage
+from queues.services.queue_status import flavor_usage
 from queues.services.quota_impact import AffectedJob
-from queues.services.snapshot import cohort_tree, queue_key
+from queues.services.snapshot import HOLDING_STATES, cohort_tree, queue_key
 
 
 @dataclass(frozen=True)

@@ -224,3 +224,23 @@ def test_the_cohort_page_has_the_what_if_section_for_its_quotas(
     html = client.get(reverse("manage-cohort-edit", args=[department.cohort_id])).content.decode()
     assert 'id="what-if"' in html and 'data-cohort="research"' in html
     assert 'id="cohort-form"' in html and "js/whatif.js" in html
+
+
+def test_lowering_a_department_shrinks_its_parent_too_and_both_are_said(
+    department: CohortQuota, sim_cluster: Cluster, submit: Callable[..., Job],
+    cycle: Callable[..., Any],
+) -> None:  # fmt: skip
+    from gpusched.engine.model import Quota as EngineQuota
+    from queues.services.cohort_impact import cohort_impact
+
+    submit(team="b", gpus=8, name="bio")  # biology's own 8, lent to org while idle
+    run_on_the_departments_quota(submit, cycle)
+    impacts = cohort_impact(department.cohort, {"h100": EngineQuota(4)}, now=later(3))
+    # research keeps 4 of the 8 its queue uses; org (a root) then owns 4 + 8 for 16 in use
+    assert [(i.cohort, i.used, i.new_capacity, i.over_limit) for i in impacts] == [
+        ("research", 8, 4, False), ("org", 16, 12, True),
+    ]  # fmt: skip
+    assert "It borrows 4 from its parent org" in impacts[0].message
+    assert "Nothing is stopped (org is a root cohort)" in impacts[1].message
+    # raising it, or leaving it, says nothing
+    assert cohort_impact(department.cohort, {"h100": EngineQuota(8)}, now=later(3)) == []
