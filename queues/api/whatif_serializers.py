@@ -69,7 +69,12 @@ class WhatIfRequestSerializer(serializers.Serializer[Any]):
     days = serializers.IntegerField(min_value=1, max_value=MAX_DAYS, default=14)
     quotas = QuotaChangeSerializer(many=True, required=False, default=list)
     nodes = NodeChangeSerializer(many=True, required=False, default=list)
-    cohort_quotas = CohortQuotaChangeSerializer(many=True, required=False, default=list)
+    cohort_quotas = CohortQuotaChangeSerializer(
+        many=True,
+        required=False,
+        default=list,
+        help_text="Cohorts' own quotas to propose (docs/SCHEDULING.md 2a), by cohort name.",
+    )
 
     def validate_quotas(self, value: list[dict[str, Any]]) -> list[dict[str, Any]]:
         seen = set()
