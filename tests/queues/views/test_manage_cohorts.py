@@ -244,3 +244,15 @@ def test_lowering_a_department_shrinks_its_parent_too_and_both_are_said(
     assert "Nothing is stopped (org is a root cohort)" in impacts[1].message
     # raising it, or leaving it, says nothing
     assert cohort_impact(department.cohort, {"h100": EngineQuota(8)}, now=later(3)) == []
+
+
+def test_a_huge_nominal_is_a_form_error_not_a_crash(
+    client: Client, platform_admin: User, department: CohortQuota
+) -> None:
+    client.force_login(platform_admin)
+    url = reverse("manage-cohort-edit", args=[department.cohort_id])
+    response = client.post(
+        url, cohort_post(department.cohort, [quota_row(department, nominal=2**40)])
+    )
+    assert response.status_code == 200
+    assert "nominal" in response.context["formset"].forms[0].errors
