@@ -2,11 +2,14 @@
 
     .venv/bin/python benchmarks/whatif_bench.py                 # 14 days, 3 runs
     .venv/bin/python benchmarks/whatif_bench.py --days 30 --runs 1 --db /tmp/x.sqlite3
+    .venv/bin/python benchmarks/whatif_bench.py --cohort       # a cohort-quota proposal
 
 Builds (once; reused when the file exists) a SQLite database with ``seed_demo --history 30``,
 then times ``queues.services.whatif.compare.compare`` -- both replays of the last ``--days``
 days, today's quotas and a proposal that halves team-a's H100 nominal and adds one H100 node --
-exactly what the Celery task runs, and prints the wall and CPU time (median and worst of
+exactly what the Celery task runs (``--cohort``: a proposal that gives the demo's cohort 8 H100 of
+its own instead, so the proposed run goes through the cohort tree's arithmetic, docs/SCHEDULING.md
+section 2a), and prints the wall and CPU time (median and worst of
 ``--runs``), the jobs replayed and the per-queue table of the last run. Target: a 14-day replay
 in under 10 s. The replay is single-threaded, so on a shared, loaded machine the wall time
 grows with the load while the CPU time does not; the exit status judges the median CPU time.
@@ -65,11 +68,23 @@ def proposal(days: int) -> Any:
     )
 
 
+def cohort_proposal(days: int) -> Any:
+    from queues.models import Cohort
+    from queues.services.whatif.proposal import CohortQuotaChange, Proposal
+
+    cohort = Cohort.objects.order_by("pk").first()
+    assert cohort is not None
+    return Proposal(days=days, cohort_quotas=(CohortQuotaChange(cohort.name, "h100", 8),))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--days", type=int, default=14)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--db", type=Path, default=ROOT / "var" / "bench" / "whatif.sqlite3")
+    parser.add_argument(
+        "--cohort", action="store_true", help="propose a cohort's own quota instead"
+    )
     args = parser.parse_args()
     args.db.parent.mkdir(parents=True, exist_ok=True)
     setup_django(args.db)
@@ -82,7 +97,8 @@ def main() -> int:
     from queues.models import Job
     from queues.services.whatif.compare import compare
 
-    wanted = proposal(args.days)
+    wanted = cohort_proposal(args.days) if args.cohort else proposal(args.days)
+    print(f"proposal: {wanted.to_json()}")
     times: list[float] = []
     cpu: list[float] = []
     result: dict[str, Any] = {}
@@ -106,7 +122,7 @@ def main() -> int:
         "is single-threaded: on an idle machine its wall time is its CPU time)"
     )
     print("queue | run | jobs | mean wait s | p95 wait s | GPU-h | borrowed GPU-h | preempt | >1d")
-    for row in result["queues"]:
+    for row in result["queues"] + result["cohorts"]:
         for run in ("today", "proposed"):
             m = row[run]
             print(

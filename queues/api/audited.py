@@ -10,7 +10,7 @@ from rest_framework.serializers import BaseSerializer
 
 import audit
 from audit.values import audited_values
-from queues.models import CohortQuota, Quota
+from queues.services.quota_trail import COHORT_QUOTAS, QUEUE_QUOTAS, QuotaTrail
 
 
 class AuditedWritesMixin:
@@ -52,47 +52,25 @@ class AuditedWritesMixin:
 
 
 class AuditedNestedQuotasMixin(AuditedWritesMixin):
-    """Quotas written nested in their owner (a queue's, a cohort's) are recorded one by one."""
+    """Quotas written nested in their owner (a queue's, a cohort's) are recorded one by one
+    (queues/services/quota_trail.py, as the manage pages record them)."""
 
-    quota_model: type[Quota] | type[CohortQuota] = Quota
-    owner_field = "queue"
-
-    def _quotas(self, owner: Model) -> Any:
-        return self.quota_model.objects.filter(**{self.owner_field: owner}).select_related(
-            "flavor", self.owner_field
-        )
+    trail: QuotaTrail = QUEUE_QUOTAS
 
     def related_before(self, instance: Model) -> dict[int, Any]:
-        fields = self.quota_model.AUDITED_FIELDS
-        return {q.pk: (q, audited_values(q, fields)) for q in self._quotas(instance)}
+        return self.trail.before(instance)
 
     def record_related(self, instance: Model, before: dict[int, Any]) -> None:
-        user = self.request.user
-        current = {q.pk: q for q in self._quotas(instance)}
-        for pk, (old, values) in before.items():
-            if pk not in current:  # removed
-                audit.record_changes(user, old, values, {}, label=self._label(old))
-        for pk, quota in current.items():
-            old_values = before[pk][1] if pk in before else {}
-            after = audited_values(quota, self.quota_model.AUDITED_FIELDS)
-            audit.record_changes(user, quota, old_values, after, label=self._label(quota))
-
-    def _label(self, quota: Any) -> str:
-        return f"{getattr(quota, self.owner_field)} quota {quota.flavor.name}"
+        self.trail.record(self.request.user, instance, before)
 
 
 class AuditedQueueWritesMixin(AuditedNestedQuotasMixin):
     """A queue's quotas, written nested in the queue, are recorded one by one."""
 
-    quota_model = Quota
-    owner_field = "queue"
-
-    def _quotas(self, owner: Model) -> Any:
-        return Quota.objects.filter(queue=owner).select_related("flavor", "queue__team")
+    trail = QUEUE_QUOTAS
 
 
 class AuditedCohortWritesMixin(AuditedNestedQuotasMixin):
     """A cohort's own quotas, written nested in the cohort, are recorded one by one."""
 
-    quota_model = CohortQuota
-    owner_field = "cohort"
+    trail = COHORT_QUOTAS

@@ -8,9 +8,9 @@ from typing import Any
 from rest_framework import serializers
 
 from gpuplatform.rest import MAX_INT, bounded_int
-from queues.models import Cluster, Flavor, Node, Queue, WhatIfRun
+from queues.models import Cluster, Cohort, Flavor, Node, Queue, WhatIfRun
 from queues.services.snapshot import queue_key
-from queues.services.whatif.proposal import NodeChange, Proposal, QuotaChange
+from queues.services.whatif.proposal import CohortQuotaChange, NodeChange, Proposal, QuotaChange
 
 MAX_DAYS = 90
 
@@ -29,6 +29,17 @@ class QuotaChangeSerializer(serializers.Serializer[Any]):
                 {"lending_limit": "The lending limit cannot exceed the nominal quota."}
             )
         return attrs
+
+
+class CohortQuotaChangeSerializer(serializers.Serializer[Any]):
+    """A cohort's own quota (docs/SCHEDULING.md section 2a): its lending limit may exceed its
+    nominal (it lends what its subtree lends it too), as ``/api/v1/cohorts/`` accepts."""
+
+    cohort = serializers.SlugRelatedField(slug_field="name", queryset=Cohort.objects.all())
+    flavor = serializers.SlugRelatedField(slug_field="name", queryset=Flavor.objects.all())
+    nominal = bounded_int()
+    borrowing_limit = bounded_int(allow_null=True, required=False, default=None)
+    lending_limit = bounded_int(allow_null=True, required=False, default=None)
 
 
 class NodeChangeSerializer(serializers.Serializer[Any]):
@@ -58,6 +69,12 @@ class WhatIfRequestSerializer(serializers.Serializer[Any]):
     days = serializers.IntegerField(min_value=1, max_value=MAX_DAYS, default=14)
     quotas = QuotaChangeSerializer(many=True, required=False, default=list)
     nodes = NodeChangeSerializer(many=True, required=False, default=list)
+    cohort_quotas = CohortQuotaChangeSerializer(
+        many=True,
+        required=False,
+        default=list,
+        help_text="Cohorts' own quotas to propose (docs/SCHEDULING.md 2a), by cohort name.",
+    )
 
     def validate_quotas(self, value: list[dict[str, Any]]) -> list[dict[str, Any]]:
         seen = set()
@@ -66,6 +83,17 @@ class WhatIfRequestSerializer(serializers.Serializer[Any]):
             if key in seen:
                 raise serializers.ValidationError(
                     f"Queue {entry['queue']} has two quotas for {entry['flavor'].name}."
+                )
+            seen.add(key)
+        return value
+
+    def validate_cohort_quotas(self, value: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        seen = set()
+        for entry in value:
+            key = (entry["cohort"].pk, entry["flavor"].pk)
+            if key in seen:
+                raise serializers.ValidationError(
+                    f"Cohort {entry['cohort']} has two quotas for {entry['flavor'].name}."
                 )
             seen.add(key)
         return value
@@ -87,6 +115,16 @@ class WhatIfRequestSerializer(serializers.Serializer[Any]):
             nodes=tuple(
                 NodeChange(cluster=n["cluster"].name, flavor=n["flavor"].name, add=n["add"])
                 for n in data["nodes"]
+            ),
+            cohort_quotas=tuple(
+                CohortQuotaChange(
+                    cohort=c["cohort"].name,
+                    flavor=c["flavor"].name,
+                    nominal=c["nominal"],
+                    borrowing_limit=c["borrowing_limit"],
+                    lending_limit=c["lending_limit"],
+                )
+                for c in data["cohort_quotas"]
             ),
         )
 

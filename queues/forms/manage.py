@@ -6,8 +6,20 @@ from typing import Any
 
 from django import forms
 from django.contrib.auth import get_user_model
+from django.core import validators
 
-from queues.models import Cluster, Cohort, Flavor, Membership, Queue, Quota, ServiceClass, Team
+from gpuplatform.rest import MAX_INT
+from queues.models import (
+    Cluster,
+    Cohort,
+    CohortQuota,
+    Flavor,
+    Membership,
+    Queue,
+    Quota,
+    ServiceClass,
+    Team,
+)
 
 
 class TeamForm(forms.ModelForm):
@@ -99,7 +111,20 @@ class QueueForm(forms.ModelForm):
         widgets = {"allowed_service_classes": forms.CheckboxSelectMultiple}
 
 
-class QuotaForm(forms.ModelForm):
+class BoundedQuotaForm(forms.ModelForm):
+    """A quota row's numbers bounded as the REST API bounds them (``gpuplatform.rest.MAX_INT``,
+    a PostgreSQL integer), whatever the database in use."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for name in ("nominal", "borrowing_limit", "lending_limit"):
+            field = self.fields[name]
+            field.max_value = MAX_INT
+            field.validators.append(validators.MaxValueValidator(MAX_INT))
+            field.widget.attrs["max"] = MAX_INT
+
+
+class QuotaForm(BoundedQuotaForm):
     class Meta:
         model = Quota
         fields = list(Quota.AUDITED_FIELDS)
@@ -122,4 +147,15 @@ class BaseQuotaFormSet(forms.BaseInlineFormSet):
 
 QuotaFormSet = forms.inlineformset_factory(
     Queue, Quota, form=QuotaForm, formset=BaseQuotaFormSet, extra=1, can_delete=True
+)
+
+
+class CohortQuotaForm(BoundedQuotaForm):
+    class Meta:
+        model = CohortQuota
+        fields = list(CohortQuota.AUDITED_FIELDS)
+
+
+CohortQuotaFormSet = forms.inlineformset_factory(
+    Cohort, CohortQuota, form=CohortQuotaForm, formset=BaseQuotaFormSet, extra=1, can_delete=True
 )

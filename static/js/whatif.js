@@ -1,9 +1,11 @@
-/* What-if on the quota editor: post the form's quotas (and the optional node change) to
-   /api/v1/what-if/, poll the run's status URL, then show both runs side by side. */
+/* What-if on the quota editors (a queue's, a cohort's): post the form's quotas (and the
+   optional node change) to /api/v1/what-if/, poll the run's status URL, then show both runs
+   side by side. */
 (function () {
   "use strict";
   const root = document.getElementById("what-if");
-  const form = document.getElementById("queue-form");
+  const form = document.getElementById("queue-form") || document.getElementById("cohort-form");
+  const cohort = root.dataset.cohort;
   if (!root || !form) { return; }
   const flavorNames = JSON.parse(document.getElementById("what-if-flavor-names").textContent);
   const button = document.getElementById("what-if-run");
@@ -27,7 +29,7 @@
       const deleted = row.querySelector('[name$="-DELETE"]');
       const gone = deleted && deleted.checked;
       out.push({
-        queue: Number(root.dataset.queue),
+        ...(cohort ? { cohort: cohort } : { queue: Number(root.dataset.queue) }),
         flavor: flavor,
         nominal: gone ? 0 : limit(value(row, "nominal")),
         borrowing_limit: gone ? null : limit(value(row, "borrowing_limit")),
@@ -44,7 +46,9 @@
       flavor: document.getElementById("what-if-node-flavor").value,
       add: add,
     }];
-    return { days: Number(document.getElementById("what-if-days").value), quotas: quotas(), nodes: nodes };
+    const days = Number(document.getElementById("what-if-days").value);
+    const key = cohort ? "cohort_quotas" : "quotas";
+    return { days: days, [key]: quotas(), nodes: nodes };
   }
 
   function say(text) { status.textContent = text; }

@@ -62,8 +62,8 @@ def compare(
             _row(name, cohorts[name], outcomes, {name}, counted) for name in sorted(cohorts)
         ],
         "cohorts": [
-            _row(c, c, outcomes, {q for q, of in cohorts.items() if of == c}, counted)
-            for c in sorted({c for c in cohorts.values() if c})
+            _row(c, c, outcomes, members, counted, is_cohort=True)
+            for c, members in sorted(_subtrees(world).items())
         ],
         "capacity": {run: round(outcomes[run].capacity, 3) for run in RUNS},
         "charts": [
@@ -86,17 +86,36 @@ def _cohorts(world: World) -> dict[str, str]:
     return {q.name: q.cohort or "" for q in world.queues}
 
 
+def _subtrees(world: World) -> dict[str, set[str]]:
+    """Every cohort (named by a queue or declared in the tree) -> the queues under it at any
+    depth, so a department's row adds up its teams' queues."""
+    parent = {c.name: c.parent for c in world.cohorts}
+    out: dict[str, set[str]] = {c.name: set() for c in world.cohorts}
+    for q in world.queues:
+        k = q.cohort
+        while k is not None and q.name not in out.setdefault(k, set()):
+            out[k].add(q.name)
+            k = parent.get(k)
+    return out
+
+
 def _row(
-    name: str, cohort: str, outcomes: dict[str, RunOutcome], queues: set[str], counted: set[str]
-) -> dict[str, Any]:
-    """One line of the table: ``queues`` (one queue, or a cohort's members) in both runs; the
-    waits of the jobs in ``counted`` (not those carried in)."""
+    name: str, cohort: str, outcomes: dict[str, RunOutcome], queues: set[str], counted: set[str],
+    *, is_cohort: bool = False,
+) -> dict[str, Any]:  # fmt: skip
+    """One line of the table: ``queues`` (one queue, or every queue under a cohort) in both
+    runs; the waits of the jobs in ``counted`` (not those carried in). Borrowed: a queue's above
+    its nominal, a cohort's above its capacity in the tree (from its parent)."""
     row: dict[str, Any] = {"name": name, "cohort": cohort}
     for run, outcome in outcomes.items():
+        borrowed = (
+            outcome.cohort_borrowed_seconds.get(name, 0.0) if is_cohort
+            else sum(outcome.borrowed_seconds.get(q, 0.0) for q in queues)
+        )  # fmt: skip
         row[run] = measures(
             [j for n, j in outcome.jobs.items() if j.queue in queues and n in counted],
             sum(outcome.gpu_seconds.get(q, 0.0) for q in queues),
-            sum(outcome.borrowed_seconds.get(q, 0.0) for q in queues),
+            borrowed,
         )
     return row
 

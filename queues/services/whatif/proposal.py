@@ -1,4 +1,5 @@
-"""What an admin proposes: quotas to set and nodes to add or remove, and the world it makes.
+"""What an admin proposes: queue and cohort quotas to set and nodes to add or remove, and the
+world it makes.
 
 ``Proposal`` is the validated request (queues/api/whatif_serializers.py validates the body, the
 one path both the REST API and the quota editor's page go through); ``apply`` turns the world
@@ -12,7 +13,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from demo.replay import World
-from gpusched.sim.scenario import ClusterSpec, NodeSpec, QueueSpec, QuotaSpec
+from gpusched.sim.scenario import ClusterSpec, CohortSpec, NodeSpec, QueueSpec, QuotaSpec
 
 HOSTNAME = "kubernetes.io/hostname"
 
@@ -20,6 +21,17 @@ HOSTNAME = "kubernetes.io/hostname"
 @dataclass(frozen=True)
 class QuotaChange:
     queue: str  # the engine's queue name, "<team>/<queue>"
+    flavor: str
+    nominal: int
+    borrowing_limit: int | None = None
+    lending_limit: int | None = None
+
+
+@dataclass(frozen=True)
+class CohortQuotaChange:
+    """A cohort's own quota in one flavor (docs/SCHEDULING.md section 2a)."""
+
+    cohort: str  # the cohort's name
     flavor: str
     nominal: int
     borrowing_limit: int | None = None
@@ -38,12 +50,14 @@ class Proposal:
     days: int = 14
     quotas: tuple[QuotaChange, ...] = ()
     nodes: tuple[NodeChange, ...] = ()
+    cohort_quotas: tuple[CohortQuotaChange, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
             "days": self.days,
             "quotas": [vars(q) for q in self.quotas],
             "nodes": [vars(n) for n in self.nodes],
+            "cohort_quotas": [vars(c) for c in self.cohort_quotas],
         }
 
     @classmethod
@@ -52,6 +66,7 @@ class Proposal:
             days=int(data["days"]),
             quotas=tuple(QuotaChange(**q) for q in data.get("quotas", ())),
             nodes=tuple(NodeChange(**n) for n in data.get("nodes", ())),
+            cohort_quotas=tuple(CohortQuotaChange(**c) for c in data.get("cohort_quotas", ())),
         )
 
 
@@ -60,8 +75,10 @@ class ProposalError(ValueError):
 
 
 def apply(world: World, proposal: Proposal) -> World:
-    """The world with the proposal's quotas set and nodes added or removed."""
+    """The world with the proposal's quotas (queues' and cohorts') set and nodes added or
+    removed."""
     queues = tuple(_with_quotas(q, proposal.quotas) for q in world.queues)
+    cohorts = tuple(_with_cohort_quotas(c, proposal.cohort_quotas) for c in world.cohorts)
     clusters = world.clusters
     for change in proposal.nodes:
         clusters = tuple(
@@ -71,7 +88,9 @@ def apply(world: World, proposal: Proposal) -> World:
         )  # fmt: skip
     kept = {n.name for c in clusters for n in c.nodes}
     unavailable = tuple((node, what) for node, what in world.unavailable if node in kept)
-    return replace(world, queues=queues, clusters=clusters, unavailable=unavailable)
+    return replace(
+        world, queues=queues, cohorts=cohorts, clusters=clusters, unavailable=unavailable
+    )
 
 
 def _with_quotas(queue: QueueSpec, changes: tuple[QuotaChange, ...]) -> QueueSpec:
@@ -82,6 +101,16 @@ def _with_quotas(queue: QueueSpec, changes: tuple[QuotaChange, ...]) -> QueueSpe
     for c in mine:
         quotas[c.flavor] = QuotaSpec(c.nominal, c.borrowing_limit, c.lending_limit)
     return replace(queue, quotas=quotas)
+
+
+def _with_cohort_quotas(cohort: CohortSpec, changes: tuple[CohortQuotaChange, ...]) -> CohortSpec:
+    mine = [c for c in changes if c.cohort == cohort.name]
+    if not mine:
+        return cohort
+    quotas = dict(cohort.quotas)
+    for c in mine:
+        quotas[c.flavor] = QuotaSpec(c.nominal, c.borrowing_limit, c.lending_limit)
+    return replace(cohort, quotas=quotas)
 
 
 def _template(clusters: tuple[ClusterSpec, ...], change: NodeChange) -> NodeSpec | None:

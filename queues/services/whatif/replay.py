@@ -3,7 +3,9 @@
 ``WhatIfSimulator`` is the pure simulator (``gpusched.sim.simulate.Simulator``) that also keeps,
 between two events, what each queue holds: GPU-equivalent-seconds per hour of the window (the
 allocation plot) and, per flavor, the GPU-equivalent-seconds above the queue's nominal quota of
-this run (borrowed). Waits and preemptions come from the simulator's own jobs at the end.
+this run (borrowed); per cohort, the GPU-equivalent-seconds its subtree used beyond its capacity
+in the tree (what it borrowed from its parent: docs/SCHEDULING.md section 2a, the engine's
+arithmetic). Waits and preemptions come from the simulator's own jobs at the end.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from gpusched.engine.model import Queue
+from gpusched.engine.quota import QuotaState, QuotaStatics
 from gpusched.sim.scenario import Scenario
 from gpusched.sim.simulate import SimJob, Simulator
 
@@ -33,6 +37,7 @@ class RunOutcome:
     jobs: dict[str, JobOutcome]
     gpu_seconds: dict[str, float]  # per queue, GPU-equivalent-seconds allocated
     borrowed_seconds: dict[str, float]  # per queue, GPU-equivalent-seconds above nominal
+    cohort_borrowed_seconds: dict[str, float]  # per cohort, above its capacity in the tree
     allocation: dict[str, list[float]]  # per queue, mean GPU-equivalents per hourly bucket
     capacity: float  # GPU-equivalents of the nodes that are up
 
@@ -48,6 +53,9 @@ class WhatIfSimulator(Simulator):
         self.allocation = {q.name: [0.0] * self.buckets for q in scenario.queues}
         self.gpu_seconds: dict[str, float] = defaultdict(float)
         self.borrowed: dict[str, float] = defaultdict(float)
+        self.cohort_borrowed: dict[str, float] = defaultdict(float)
+        queues = [Queue(q.name, self.quotas[q.name], cohort=q.cohort) for q in scenario.queues]
+        self.tree_quotas = QuotaStatics(queues, self.cohorts)
         self.reported = -1
 
     def advance(self, t: float) -> None:
@@ -76,6 +84,11 @@ class WhatIfSimulator(Simulator):
             nominal = quota.nominal if quota is not None else 0
             if units > nominal:
                 self.borrowed[queue] += (units - nominal) * geq * dt
+        tree = QuotaState(list(self.tree_quotas.queues.values()), held, self.tree_quotas)
+        for (cohort, flavor), used in tree.pool_used.items():
+            over = used - tree.tree.cohort_limits(cohort, flavor).nominal
+            if over > 0:
+                self.cohort_borrowed[cohort] += over * self.geq.get(flavor, 1.0) * dt
         for queue, rate in per_queue.items():
             self.gpu_seconds[queue] += rate * dt
             self._spread(self.allocation[queue], t0, t1, rate)
@@ -97,6 +110,7 @@ class WhatIfSimulator(Simulator):
             jobs={name: _job_outcome(job, end) for name, job in self.jobs.items()},
             gpu_seconds=dict(self.gpu_seconds),
             borrowed_seconds=dict(self.borrowed),
+            cohort_borrowed_seconds=dict(self.cohort_borrowed),
             allocation=self.allocation,
             capacity=self.available_geq(),
         )

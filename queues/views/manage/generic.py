@@ -16,7 +16,7 @@ import audit
 from audit.values import audited_values
 from gpuplatform import access
 from queues.forms import manage as manage_forms
-from queues.models import Cluster, Cohort, Flavor, ServiceClass
+from queues.models import Cluster, Flavor, ServiceClass
 
 
 @dataclass(frozen=True)
@@ -35,11 +35,6 @@ class Section:
 SECTIONS: dict[str, Section] = {
     s.slug: s
     for s in (
-        Section(
-            "cohorts", "Cohorts", "cohort", Cohort, manage_forms.CohortForm,
-            Cohort.AUDITED_FIELDS,
-            related="queues", related_title="Queues in this cohort",
-        ),
         Section(
             "service-classes", "Service classes", "service class", ServiceClass,
             manage_forms.ServiceClassForm, ServiceClass.AUDITED_FIELDS,

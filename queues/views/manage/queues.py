@@ -15,8 +15,9 @@ from audit.history import history_for_many
 from audit.values import audited_values
 from gpuplatform import access
 from queues.forms.manage import QueueForm, QuotaFormSet
-from queues.models import Cluster, Flavor, Queue, Quota
+from queues.models import Cluster, Flavor, Queue
 from queues.services.quota_impact import QuotaImpact, StrandedGpus, quota_impact, stranded_gpus
+from queues.services.quota_trail import QUEUE_QUOTAS
 
 
 @login_required
@@ -50,10 +51,7 @@ def queue_edit(request: HttpRequest, pk: int | None = None) -> HttpResponse:
     access.require_platform_admin(request.user)
     queue = get_object_or_404(Queue, pk=pk) if pk is not None else Queue()
     before = audited_values(queue, Queue.AUDITED_FIELDS)
-    quotas_before = {
-        q.pk: (q, audited_values(q, Quota.AUDITED_FIELDS))
-        for q in (queue.quotas.select_related("flavor", "queue__team") if queue.pk else [])
-    }
+    quotas_before = QUEUE_QUOTAS.before(queue)
     form = QueueForm(request.POST or None, instance=queue)
     formset = QuotaFormSet(request.POST or None, instance=queue, prefix="quotas")
     impacts: list[QuotaImpact] = []
@@ -85,12 +83,12 @@ def queue_edit(request: HttpRequest, pk: int | None = None) -> HttpResponse:
             "impacts": impacts,
             "stranded": stranded,
             "history": history,
-            **_what_if_context(),
+            **what_if_context(),
         },
     )
 
 
-def _what_if_context() -> dict[str, Any]:
+def what_if_context() -> dict[str, Any]:
     """The what-if section's choices (queues/services/whatif/): clusters and flavors, and the
     flavor names behind the quota rows' choices (the API takes names)."""
     flavors = list(Flavor.objects.order_by("name"))
@@ -101,25 +99,8 @@ def _what_if_context() -> dict[str, Any]:
     }
 
 
-def _quota_label(quota: Quota) -> str:
-    return f"{quota.queue} quota {quota.flavor.name}"
-
-
 def _record(
     actor: Any, queue: Queue, before: dict[str, Any], quotas_before: dict[int, Any]
 ) -> None:
     audit.record_changes(actor, queue, before, audited_values(queue, Queue.AUDITED_FIELDS))
-    current = {
-        q.pk: q for q in Quota.objects.filter(queue=queue).select_related("flavor", "queue__team")
-    }
-    for pk, (old, values) in quotas_before.items():
-        if pk in current:
-            quota = current[pk]
-            after = audited_values(quota, Quota.AUDITED_FIELDS)
-            audit.record_changes(actor, quota, values, after, label=_quota_label(quota))
-        else:
-            audit.record_changes(actor, old, values, {}, label=_quota_label(old))  # removed
-    for pk, quota in current.items():
-        if pk not in quotas_before:
-            after = audited_values(quota, Quota.AUDITED_FIELDS)
-            audit.record_changes(actor, quota, {}, after, label=_quota_label(quota))
+    QUEUE_QUOTAS.record(actor, queue, quotas_before)

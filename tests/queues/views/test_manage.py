@@ -230,18 +230,6 @@ def test_team_admin_edits_their_teams_members_but_not_other_teams(
     assert AuditEntry.objects.filter(object_type="queues.membership", field="user").exists()
 
 
-def test_admin_creates_a_cohort_and_its_history_starts(
-    client: Client, platform_admin: User
-) -> None:
-    client.force_login(platform_admin)
-    response = client.post(
-        reverse("manage-object-new", args=["cohorts"]), {"name": "vision", "description": ""}
-    )
-    assert response.status_code == 302
-    html = client.get(response.url).content.decode()
-    assert "Cohort vision" in html and "pat-admin" in html and "— → vision" in html
-
-
 def test_lowering_a_quota_of_a_queue_without_cohort_says_nothing_stops(
     queue_a: Queue, sim_cluster: Cluster, submit: Callable[..., Job], cycle: Callable[..., Any]
 ) -> None:
