@@ -159,3 +159,23 @@ class CohortQuotaForm(BoundedQuotaForm):
 CohortQuotaFormSet = forms.inlineformset_factory(
     Cohort, CohortQuota, form=CohortQuotaForm, formset=BaseQuotaFormSet, extra=1, can_delete=True
 )
+
+
+def new_nominals(formset: Any) -> dict[int, int]:
+    """flavor id -> the nominal a quota formset (a queue's or a cohort's) would save (0 for
+    rows being deleted)."""
+    out: dict[int, int] = {}
+    for form in formset.forms:
+        data = getattr(form, "cleaned_data", None)
+        if not data or data.get("flavor") is None:
+            if form.instance.pk and data and data.get("DELETE"):
+                out[form.instance.flavor_id] = 0
+            continue
+        flavor_id = data["flavor"].pk
+        if data.get("DELETE"):
+            out.setdefault(flavor_id, 0)
+        else:
+            out[flavor_id] = data["nominal"]
+        if form.instance.pk and form.instance.flavor_id != flavor_id:
+            out.setdefault(form.instance.flavor_id, 0)  # the row moved to another flavor
+    return out

@@ -21,7 +21,7 @@ from datetime import datetime
 from django.db.models import Q, Sum
 from django.utils import timezone
 
-from queues.models import Flavor, Job, Node, Queue, Quota
+from queues.models import Cohort, CohortQuota, Flavor, Job, Node, Queue, Quota
 from queues.models.resources import usable_capacity
 from queues.services.queue_status import HOLDING_STATES, flavor_usage
 
@@ -123,11 +123,12 @@ def quota_impact(
 
 @dataclass(frozen=True)
 class StrandedGpus:
-    """GPUs of ``flavor`` that no queue's nominal quota would cover after the change."""
+    """GPUs of ``flavor`` that no nominal quota (a queue's, or a cohort's own: SCHEDULING.md
+    section 2a) would cover after the change."""
 
     flavor: str
     capacity: int  # on ready nodes
-    covered_before: int  # sum of every queue's nominal
+    covered_before: int  # sum of every queue's and every cohort's own nominal
     covered_after: int
 
     @property
@@ -138,16 +139,26 @@ class StrandedGpus:
     def message(self) -> str:
         return (
             f"{self.flavor}: the clusters have {self.capacity} ready, and after this change all "
-            f"queues' nominal quotas together cover {self.covered_after} (now "
-            f"{self.covered_before}), so {self.idle} {self.flavor} would be in no queue's quota. "
-            f"Jobs may wait for quota while those GPUs stay idle: a cohort lends only its "
-            f"members' nominal quotas. Raise another queue's quota to keep them in use."
+            f"nominal quotas (queues' and cohorts' own) together cover {self.covered_after} "
+            f"(now {self.covered_before}), so {self.idle} {self.flavor} would be in no queue's "
+            f"quota. Jobs may wait for quota while those GPUs stay idle: a cohort shares only "
+            f"nominal quotas. Raise another queue's or cohort's quota to keep them in use."
         )
 
 
 def stranded_gpus(queue: Queue, new_nominals: dict[int, int]) -> list[StrandedGpus]:
     """For each flavor whose nominal goes down, the ready GPUs it would leave in no quota."""
     old = {q.flavor_id: q.nominal for q in queue.quotas.all()} if queue.pk else {}
+    return _stranded(old, new_nominals)
+
+
+def cohort_stranded_gpus(cohort: Cohort, new_nominals: dict[int, int]) -> list[StrandedGpus]:
+    """The same for a cohort's own nominal quotas."""
+    old = {q.flavor_id: q.nominal for q in cohort.quotas.all()} if cohort.pk else {}
+    return _stranded(old, new_nominals)
+
+
+def _stranded(old: dict[int, int], new_nominals: dict[int, int]) -> list[StrandedGpus]:
     lowered = {f: n for f, n in new_nominals.items() if n < old.get(f, 0)}
     if not lowered:
         return []
@@ -157,15 +168,18 @@ def stranded_gpus(queue: Queue, new_nominals: dict[int, int]) -> list[StrandedGp
         for name, count in usable_capacity(units, other).items():
             if name in capacity:
                 capacity[name] += int(count)
-    totals = dict(
-        Quota.objects.filter(flavor_id__in=list(lowered))
-        .values("flavor_id")
-        .annotate(total=Sum("nominal"))
-        .values_list("flavor_id", "total")
-    )
+    totals: dict[int, int] = {}
+    for model in (Quota, CohortQuota):  # every nominal quota, queues' and cohorts' own
+        for flavor_id, total in (
+            model.objects.filter(flavor_id__in=list(lowered))
+            .values("flavor_id")
+            .annotate(total=Sum("nominal"))
+            .values_list("flavor_id", "total")
+        ):
+            totals[flavor_id] = totals.get(flavor_id, 0) + int(total or 0)
     out = []
     for flavor_id, nominal in sorted(lowered.items(), key=lambda item: names[item[0]]):
-        before = int(totals.get(flavor_id) or 0)
+        before = totals.get(flavor_id, 0)
         after = before - old[flavor_id] + nominal
         name = names[flavor_id]
         if after < capacity[name]:

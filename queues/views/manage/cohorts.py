@@ -17,9 +17,10 @@ from audit.history import history_for_many
 from audit.values import audited_values
 from gpuplatform import access
 from gpusched.engine import model as engine
-from queues.forms.manage import CohortForm, CohortQuotaFormSet
+from queues.forms.manage import CohortForm, CohortQuotaFormSet, new_nominals
 from queues.models import Cohort
 from queues.services.cohort_impact import CohortImpact, cohort_impact
+from queues.services.quota_impact import StrandedGpus, cohort_stranded_gpus
 from queues.services.quota_trail import COHORT_QUOTAS
 from queues.views.manage.queues import what_if_context
 
@@ -53,10 +54,12 @@ def cohort_edit(request: HttpRequest, pk: int | None = None) -> HttpResponse:
     form = CohortForm(request.POST or None, instance=cohort)
     formset = CohortQuotaFormSet(request.POST or None, instance=cohort, prefix="quotas")
     impacts: list[CohortImpact] = []
+    stranded: list[StrandedGpus] = []
     if request.method == "POST" and form.is_valid() and formset.is_valid():
         if cohort.pk:
             impacts = cohort_impact(form.instance, _proposed(formset))
-        if not impacts or request.POST.get("confirm") == "yes":
+            stranded = cohort_stranded_gpus(form.instance, new_nominals(formset))
+        if not (impacts or stranded) or request.POST.get("confirm") == "yes":
             with transaction.atomic():
                 saved = form.save()
                 formset.instance = saved
@@ -78,6 +81,7 @@ def cohort_edit(request: HttpRequest, pk: int | None = None) -> HttpResponse:
             "form": form,
             "formset": formset,
             "impacts": impacts,
+            "stranded": stranded,
             "history": history,
             "children": list(cohort.children.all()) if cohort.pk else [],
             "members": list(cohort.queues.select_related("team")) if cohort.pk else [],

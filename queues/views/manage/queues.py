@@ -14,7 +14,7 @@ import audit
 from audit.history import history_for_many
 from audit.values import audited_values
 from gpuplatform import access
-from queues.forms.manage import QueueForm, QuotaFormSet
+from queues.forms.manage import QueueForm, QuotaFormSet, new_nominals
 from queues.models import Cluster, Flavor, Queue
 from queues.services.quota_impact import QuotaImpact, StrandedGpus, quota_impact, stranded_gpus
 from queues.services.quota_trail import QUEUE_QUOTAS
@@ -25,25 +25,6 @@ def queue_list(request: HttpRequest) -> HttpResponse:
     access.require_platform_admin(request.user)
     queues = Queue.objects.select_related("team", "cohort").prefetch_related("quotas__flavor")
     return render(request, "manage/queue_list.html", {"queues": queues})
-
-
-def _new_nominals(formset: Any) -> dict[int, int]:
-    """flavor id -> the nominal the formset would save (0 for rows being deleted)."""
-    out: dict[int, int] = {}
-    for form in formset.forms:
-        data = getattr(form, "cleaned_data", None)
-        if not data or data.get("flavor") is None:
-            if form.instance.pk and data and data.get("DELETE"):
-                out[form.instance.flavor_id] = 0
-            continue
-        flavor_id = data["flavor"].pk
-        if data.get("DELETE"):
-            out.setdefault(flavor_id, 0)
-        else:
-            out[flavor_id] = data["nominal"]
-        if form.instance.pk and form.instance.flavor_id != flavor_id:
-            out.setdefault(form.instance.flavor_id, 0)  # the row moved to another flavor
-    return out
 
 
 @login_required
@@ -58,9 +39,9 @@ def queue_edit(request: HttpRequest, pk: int | None = None) -> HttpResponse:
     stranded: list[StrandedGpus] = []
     if request.method == "POST" and form.is_valid() and formset.is_valid():
         if queue.pk:
-            new_nominals = _new_nominals(formset)
-            impacts = quota_impact(form.instance, new_nominals)
-            stranded = stranded_gpus(form.instance, new_nominals)
+            nominals = new_nominals(formset)
+            impacts = quota_impact(form.instance, nominals)
+            stranded = stranded_gpus(form.instance, nominals)
         if not (impacts or stranded) or request.POST.get("confirm") == "yes":
             with transaction.atomic():
                 saved = form.save()

@@ -198,10 +198,13 @@ def test_lowering_a_root_cohorts_nominal_says_nothing_stops(
     assert impact.over_limit
     assert "Nothing is stopped (research is a root cohort)" in impact.message
     assert "until the subtree&#x27;s usage drops under 2" in response.content.decode()
-    # lowering it without anything running saves at once
+    # without anything running nothing becomes borrowing, but with team-a's nominal at 0 the
+    # 16 H100s would be covered by 10 of quota: it still asks, for the GPUs in no quota
     Job.objects.update(state=Job.State.SUCCEEDED)
-    response = client.post(url, cohort_post(cohort, [quota_row(department, nominal=2)]))
-    assert response.status_code == 302
+    data = cohort_post(cohort, [quota_row(department, nominal=2)])
+    response = client.post(url, data)
+    assert response.context["impacts"] == [] and len(response.context["stranded"]) == 1
+    assert client.post(url, {**data, "confirm": "yes"}).status_code == 302
 
 
 def test_cohort_pages_are_for_platform_admins_only(
@@ -256,3 +259,38 @@ def test_a_huge_nominal_is_a_form_error_not_a_crash(
     )
     assert response.status_code == 200
     assert "nominal" in response.context["formset"].forms[0].errors
+
+
+def test_a_cohorts_own_nominal_counts_as_quota_when_gpus_would_be_left_in_none(
+    client: Client, platform_admin: User, department: CohortQuota, queue_a: Queue,
+    queue_b: Queue, sim_cluster: Cluster,
+) -> None:  # fmt: skip
+    """16 ready H100s; team-a 8, team-b 8 and research's own 8 cover 24. Lowering team-a to 2
+    still covers 18: no warning (before, only queues counted: 10, "6 in no quota"). With team-b
+    at 0, lowering research's own nominal to 2 leaves 6 in no quota: the cohort editor asks."""
+    from tests.queues.views.test_manage import queue_post
+    from tests.queues.views.test_manage import quota_row as queue_quota_row
+
+    client.force_login(platform_admin)
+    quota_a = queue_a.quotas.get()
+    url = reverse("manage-queue-edit", args=[queue_a.pk])
+    response = client.post(url, queue_post(queue_a, [queue_quota_row(quota_a, nominal=2)]))
+    assert response.status_code == 302  # saved at once
+    quota_a.refresh_from_db()
+    assert quota_a.nominal == 2
+
+    Quota.objects.filter(queue=queue_a).update(nominal=8)
+    Quota.objects.filter(queue=queue_b).update(nominal=0)
+    cohort = department.cohort
+    url = reverse("manage-cohort-edit", args=[cohort.pk])
+    data = cohort_post(cohort, [quota_row(department, nominal=2)])
+    response = client.post(url, data)
+    assert response.status_code == 200  # asks first
+    (item,) = response.context["stranded"]
+    assert (item.capacity, item.covered_before, item.covered_after, item.idle) == (16, 16, 10, 6)
+    assert "so 6 h100 would be in no queue&#x27;s quota" in response.content.decode()
+    department.refresh_from_db()
+    assert department.nominal == 8
+    assert client.post(url, {**data, "confirm": "yes"}).status_code == 302
+    department.refresh_from_db()
+    assert department.nominal == 2
