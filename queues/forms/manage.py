@@ -117,8 +117,9 @@ class BoundedQuotaForm(forms.ModelForm):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        for name in ("nominal", "borrowing_limit", "lending_limit"):
-            field = self.fields[name]
+        for field in self.fields.values():
+            if not isinstance(field, forms.IntegerField):
+                continue
             field.max_value = MAX_INT
             field.validators.append(validators.MaxValueValidator(MAX_INT))
             field.widget.attrs["max"] = MAX_INT

@@ -94,7 +94,7 @@ class Cohort(models.Model):
     sit under a parent cohort and hold quota of its own (a tree: docs/SCHEDULING.md 2a)."""
 
     # what people edit (the manage pages, the API) and the change history records
-    AUDITED_FIELDS: ClassVar[tuple[str, ...]] = ("name", "description", "parent")
+    AUDITED_FIELDS: ClassVar[tuple[str, ...]] = ("name", "description", "parent", "weight")
 
     name = models.CharField(max_length=63, unique=True, validators=[dns_label])
     description = models.CharField(max_length=200, blank=True)
@@ -106,15 +106,31 @@ class Cohort(models.Model):
         related_name="children",
         help_text="The cohort this one borrows from and lends to; empty: a root.",
     )
+    weight = models.FloatField(
+        default=1.0,
+        help_text="Fair-share weight (> 0) among its sibling cohorts and queues (Slurm's Fair "
+        "Tree shares, Kueue's fairSharing.weight): 2 gets twice the share.",
+    )
 
     class Meta:
         ordering = ["name"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(weight__gt=0),
+                name="cohort_weight_positive",
+                violation_error_message="The weight must be greater than 0.",
+            ),
+        ]
 
     def __str__(self) -> str:
         return self.name
 
     def clean(self) -> None:
-        """Following parents never comes back to this cohort."""
+        """A positive weight; following parents never comes back to this cohort."""
+        if self.weight is not None and self.weight <= 0:
+            raise ValidationError(
+                {"weight": "The weight must be greater than 0 (1 is the default)."}
+            )
         seen = {self.pk} if self.pk is not None else set()
         parent = self.parent
         while parent is not None:

@@ -166,6 +166,7 @@ def cohort_tree(flavor_names: dict[int, str]) -> tuple[engine.Cohort, ...]:
         engine.Cohort(
             name=c.name,
             parent=c.parent.name if c.parent is not None else None,
+            weight=c.weight,
             quotas={
                 flavor_names[quota.flavor_id]: engine.Quota(
                     nominal=quota.nominal,

@@ -51,12 +51,14 @@ def test_a_quota_changed_in_the_admin_site_is_audited_with_who_and_old_new(
 
 def test_adding_and_deleting_in_the_admin_site_are_audited(admin_site: Client) -> None:
     # (the cohort's own quotas are an inline: its management form comes along, empty)
-    form = {"name": "physics", "description": "P", "quotas-TOTAL_FORMS": "0",
+    form = {"name": "physics", "description": "P", "weight": "1", "quotas-TOTAL_FORMS": "0",
             "quotas-INITIAL_FORMS": "0"}  # fmt: skip
     response = admin_site.post("/admin/queues/cohort/add/", form)
     assert response.status_code == 302, response.content[:2000]
     added = Cohort.objects.get(name="physics")
-    assert entries(added) == {"name": (None, "physics"), "description": (None, "P")}
+    assert entries(added) == {
+        "name": (None, "physics"), "description": (None, "P"), "weight": (None, 1.0)
+    }  # fmt: skip
 
     cohort = Cohort.objects.create(name="old-cohort")
     response = admin_site.post(f"/admin/queues/cohort/{cohort.pk}/delete/", {"post": "yes"})

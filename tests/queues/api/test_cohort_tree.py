@@ -127,7 +127,7 @@ def test_the_admin_site_edits_a_parent_and_a_cohort_quota_and_refuses_a_cycle(
     org = Cohort.objects.create(name="org")
     physics = Cohort.objects.create(name="physics", parent=org)
     form = {
-        "name": "physics", "description": "", "parent": org.pk,
+        "name": "physics", "description": "", "parent": org.pk, "weight": 1,
         "quotas-TOTAL_FORMS": "1", "quotas-INITIAL_FORMS": "0",
         "quotas-0-flavor": flavor_h100.pk, "quotas-0-nominal": "2",
         "quotas-0-borrowing_limit": "4", "quotas-0-lending_limit": "",
@@ -138,10 +138,45 @@ def test_the_admin_site_edits_a_parent_and_a_cohort_quota_and_refuses_a_cycle(
     assert (quota.nominal, quota.borrowing_limit) == (2, 4)
     assert AuditEntry.objects.filter(object_type="queues.cohortquota", field="nominal").exists()
 
-    cycle = {"name": "org", "description": "", "parent": physics.pk,
+    cycle = {"name": "org", "description": "", "parent": physics.pk, "weight": 1,
              "quotas-TOTAL_FORMS": "0", "quotas-INITIAL_FORMS": "0"}  # fmt: skip
     response = client.post(f"/admin/queues/cohort/{org.pk}/change/", cycle)
     assert response.status_code == 200  # the form again, with the error
     assert b"the parents would form a cycle" in response.content
     org.refresh_from_db()
     assert org.parent is None
+
+
+def test_a_cohorts_weight_is_edited_checked_and_ranks_its_subtree(
+    api: Api, platform_admin: User, queue_a: Queue, queue_b: Queue, cohort: Cohort,
+    sim_cluster: Cluster, flavor_h100: object,
+) -> None:  # fmt: skip
+    """Fair Tree across departments: research (team-a) and biology (team-b) under org, the same
+    usage; with research's weight 3 its job ranks first (each 1: the older, biology's, would)."""
+    client = api(platform_admin)
+    org = Cohort.objects.create(name="org")
+    cohort.parent = org
+    cohort.save()
+    queue_b.cohort = Cohort.objects.create(name="biology", parent=org)
+    queue_b.save()
+    Queue.objects.filter(pk__in=[queue_a.pk, queue_b.pk]).update(decayed_usage=3600.0)
+    bad = client.patch(f"/api/v1/cohorts/{cohort.pk}/", {"weight": 0}, format="json")
+    assert bad.status_code == 400 and "weight" in bad.json()
+    response = client.patch(f"/api/v1/cohorts/{cohort.pk}/", {"weight": 3}, format="json")
+    assert response.status_code == 200 and response.json()["weight"] == 3
+    assert list(AuditEntry.objects.filter(field="weight").values_list("old", "new")) == [(1.0, 3.0)]
+
+    snapshot = build_snapshot(datetime(2026, 1, 1, tzinfo=UTC)).snapshot
+    assert {c.name: c.weight for c in snapshot.cohorts}["research"] == 3
+    jobs = (
+        engine.PendingJob("older", "team-b/main", "standard", 0.0, 2, 8, ("h100",)),
+        engine.PendingJob("newer", "team-a/main", "standard", 1.0, 2, 8, ("h100",)),
+    )
+    snapshot = replace(
+        snapshot, pending=jobs, service_classes=(engine.ServiceClass("standard", 100),)
+    )
+    assert [a.job for a in run_cycle(snapshot).admits] == ["newer"]
+    flat_weights = replace(
+        snapshot, cohorts=tuple(replace(c, weight=1.0) for c in snapshot.cohorts)
+    )
+    assert [a.job for a in run_cycle(flat_weights).admits] == ["older"]

@@ -29,6 +29,7 @@ def cohort_post(
         "name": cohort.name if cohort else "",
         "description": cohort.description if cohort else "",
         "parent": (cohort.parent_id or "") if cohort else "",
+        "weight": cohort.weight if cohort else 1,
         "quotas-TOTAL_FORMS": len(quotas),
         "quotas-INITIAL_FORMS": sum(1 for q in quotas if q.get("id")),
         "quotas-MIN_NUM_FORMS": 0,
