@@ -87,6 +87,12 @@ def test_admin_reads_a_departments_what_if_then_saves(
     assert CohortQuota.objects.get().nominal == 8  # the what-if saved nothing
 
     page.get_by_role("button", name="Save cohort and quotas").click()
+    # team-a's nominal is 0: without research's own 8, 8 of the 16 H100s are in no quota
+    warning = page.locator("#stranded-gpus")
+    warning.wait_for(timeout=60_000)
+    assert "so 8 h100 would be in no queue's quota" in warning.inner_text()
+    assert CohortQuota.objects.get().nominal == 8  # it asks first
+    page.get_by_role("button", name="Save anyway").click()
     page.locator(".messages").wait_for(timeout=60_000)
     assert "8 → 0" in page.locator("#history").inner_text()
     assert CohortQuota.objects.get().nominal == 0
