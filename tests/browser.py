@@ -80,3 +80,15 @@ def screenshot(page: Any, name: str) -> None:
     """Save the whole page to artifacts/screenshots/<name>.png (gitignored)."""
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
+
+
+def answer_dialogs(page: Any, accept: bool) -> list[str]:
+    """Answer the page's next confirm dialog (accept or dismiss); the list gets its question."""
+    asked: list[str] = []
+
+    def handle(dialog: Any) -> None:
+        asked.append(dialog.message)
+        dialog.accept() if accept else dialog.dismiss()
+
+    page.once("dialog", handle)
+    return asked

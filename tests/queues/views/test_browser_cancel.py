@@ -10,6 +10,7 @@ import pytest
 from django.contrib.auth.models import User
 
 from queues.models import Cluster, Job
+from tests.browser import answer_dialogs
 from tests.queues.views.test_browser import log_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -22,16 +23,7 @@ def test_cancel_asks_before_it_cancels(
     job = submit(gpus=8, name="keep-me")
     log_in(page, live_server.url, researcher_a, persona_password)
     page.goto(f"{live_server.url}/jobs/{job.pk}/")
-    asked: list[str] = []
-
-    def answer(accept: bool) -> Callable[[Any], None]:
-        def handle(dialog: Any) -> None:
-            asked.append(dialog.message)
-            dialog.accept() if accept else dialog.dismiss()
-
-        return handle
-
-    page.once("dialog", answer(False))
+    asked = answer_dialogs(page, accept=False)
     page.get_by_role("button", name="Cancel job").click()
     page.wait_for_timeout(300)
     assert asked == [f"Cancel job keep-me (#{job.pk})? Its workers are stopped and it does not "
@@ -39,7 +31,7 @@ def test_cancel_asks_before_it_cancels(
     job.refresh_from_db()
     assert job.state == "pending"
 
-    page.once("dialog", answer(True))
+    answer_dialogs(page, accept=True)
     page.get_by_role("button", name="Cancel job").click()
     page.wait_for_load_state()
     assert page.locator("#job-state").inner_text() == "Cancelled"

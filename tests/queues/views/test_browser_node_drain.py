@@ -11,6 +11,7 @@ from django.contrib.auth.models import User
 
 from audit.models import AuditEntry
 from queues.models import Cluster, Job, Node
+from tests.browser import answer_dialogs
 from tests.queues.views.conftest import later
 from tests.queues.views.test_browser import log_in
 
@@ -28,16 +29,7 @@ def test_drain_asks_first_then_the_node_page_says_it_drains(
     node = Node.objects.get(cluster=sim_cluster, name=next(iter(job.placement)))
     log_in(page, live_server.url, platform_admin, persona_password)
     page.goto(f"{live_server.url}/nodes/{node.pk}/")
-    asked: list[str] = []
-
-    def answer(accept: bool) -> Callable[[Any], None]:
-        def handle(dialog: Any) -> None:
-            asked.append(dialog.message)
-            dialog.accept() if accept else dialog.dismiss()
-
-        return handle
-
-    page.once("dialog", answer(False))
+    asked = answer_dialogs(page, accept=False)
     page.get_by_role("button", name="Drain").click()
     page.wait_for_timeout(300)
     assert asked == [f"Drain {node.name}? Its 1 job will be stopped through their grace period "
@@ -45,7 +37,7 @@ def test_drain_asks_first_then_the_node_page_says_it_drains(
     node.refresh_from_db()
     assert not node.draining
 
-    page.once("dialog", answer(True))
+    answer_dialogs(page, accept=True)
     page.get_by_role("button", name="Drain").click()
     page.wait_for_load_state()
     state = page.locator("#node-state").inner_text()
