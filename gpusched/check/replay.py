@@ -410,14 +410,34 @@ class Replay:
         service_class = self.classes[job.service_class]
         if service_class.can_borrow:
             self.lent_now[queue.name, flavor] += added
-        # a borrowing class's admits of this instant may have been decided after this one
-        elif used - self.lent_now.get((queue.name, flavor), 0) > nominal:
+        # a borrowing class's admits of this instant may have been decided after this one;
+        # the queue's lower-priority jobs that may borrow count as its borrowers (re-accounted)
+        elif (
+            used
+            - self.lent_now.get((queue.name, flavor), 0)
+            - self.borrowers_below(t, queue.name, flavor, service_class.priority)
+            > nominal
+        ):
             self.fail(
                 t, what, f"class {service_class.name} cannot borrow, but queue {queue.name} "
-                f"now uses {used} {flavor} above its nominal {nominal}"
+                f"now uses {used} {flavor} above its nominal {nominal}, more than its "
+                "lower-priority jobs that may borrow hold"
             )  # fmt: skip
         if queue.cohort is not None:
             self.check_cohorts(t, queue.name, flavor, what)
+
+    def borrowers_below(self, t: float, queue: str, flavor: str, priority: int) -> int:
+        """GPUs of ``flavor`` held by the queue's jobs started before ``t`` that may run as its
+        borrowers for a job of ``priority``: preemptible, of a class that may borrow, lower
+        priority (SCHEDULING.md section 4, who borrows in a queue)."""
+        held = 0
+        for alloc in self.running.values():
+            if alloc.queue != queue or alloc.flavor != flavor or alloc.started > t - EPS:
+                continue
+            cls = self.classes[self.jobs[alloc.job].service_class]
+            if cls.preemptible and cls.can_borrow and cls.priority < priority:
+                held += sum(alloc.placement.values())
+        return held
 
     def check_cohorts(self, t: float, queue: str, flavor: str, what: str) -> None:
         """Every cohort from the queue's up to the root within its limit (section 2a)."""

@@ -12,9 +12,10 @@ cycle to the next lives in the caller's ``EngineState`` (``state.py``).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from itertools import chain
 from typing import Literal
 
-from gpusched.engine import explain
+from gpusched.engine import explain, reaccount
 from gpusched.engine.backfill import (
     find_reservation,
     limited_free,
@@ -22,6 +23,7 @@ from gpusched.engine.backfill import (
 )
 from gpusched.engine.context import build_context
 from gpusched.engine.explain import PendingInfo
+from gpusched.engine.fair_order import FairOrder
 from gpusched.engine.gcpause import cyclic_gc_paused
 from gpusched.engine.growth import grow
 from gpusched.engine.memo import Blocked, WalkMemo
@@ -110,7 +112,7 @@ class _Cycle:
         placement_failed = self.memo.placement_failed
         first: Blocked | None = None
         for flavor in job.flavors:
-            reason = self._quota_reason(queue, flavor, least * gpus, cls.can_borrow)
+            reason = self._quota_reason(queue, flavor, least * gpus, cls)
             if reason is not None:
                 first = _first_reason(first, reason, flavor)
                 continue
@@ -122,7 +124,7 @@ class _Cycle:
                     continue
                 room = min(room, left)
             if not cls.can_borrow:
-                room = min(room, quota.nominal(queue, flavor) - quota.used(queue, flavor))
+                room = min(room, reaccount.room_above_nominal(ctx, queue, flavor, cls))
             at_reservation = long_job and reservation is not None and reservation.flavor == flavor
             if at_reservation and reservation is not None and reservation.queue == queue:
                 # a long job of the reserved job's queue must leave it its quota at the start
@@ -159,14 +161,15 @@ class _Cycle:
             return True
         return first
 
-    def _quota_reason(self, queue: str, flavor: str, units: int, can_borrow: bool) -> str | None:
+    def _quota_reason(self, queue: str, flavor: str, units: int, cls: ServiceClass) -> str | None:
         """Why the queue's quota cannot take ``units`` more of ``flavor`` now; None if it can."""
-        ask = (queue, flavor, units, can_borrow)
+        can_borrow = cls.can_borrow
+        ask = (queue, flavor, units, None if can_borrow else cls.priority)
         known = self.memo.quota_reason
         if ask in known:
             return known[ask]
         quota = self.ctx.quota
-        reason = quota.blocked_reason(queue, flavor, units, can_borrow)
+        reason = reaccount.quota_reason(self.ctx, queue, flavor, units, cls)
         if reason is not None and quota.never_fits(queue, flavor, units, can_borrow):
             reason = explain.QUOTA_EXCEEDED
         known[ask] = reason
@@ -178,10 +181,10 @@ class _Cycle:
         Records what the walk records for such a job."""
         job = facts.job
         units = (job.min_workers or job.workers) * job.gpus_per_worker
-        can_borrow = self.ctx.cls(job.service_class).can_borrow
+        cls = self.ctx.cls(job.service_class)
         first: Blocked | None = None
         for flavor in job.flavors:
-            reason = self._quota_reason(job.queue, flavor, units, can_borrow)
+            reason = self._quota_reason(job.queue, flavor, units, cls)
             if reason is None:
                 self.memo.quota_blocked[facts.rank_shape] = False
                 return False
@@ -221,7 +224,7 @@ class _Cycle:
         units = {node: count * gpus for node, count in placement.workers.items()}
         ctx.cap.take(flavor, units)
         total = sum(units.values())
-        borrowing = not ctx.quota.within_nominal(job.queue, flavor, total)
+        borrowing = reaccount.admitted_borrowing(ctx, job, flavor, total)
         ctx.quota.add(job.queue, flavor, total)
         reservation = ctx.reservation
         if long_job and reservation is not None and reservation.flavor == flavor:
@@ -331,7 +334,7 @@ class _Cycle:
             reservation.quota_room = plan.quota_room
         self.memo.capacity_freed(flavor)
         total = sum(units.values())
-        borrowing = not ctx.quota.within_nominal(job.queue, flavor, total)
+        borrowing = reaccount.admitted_borrowing(ctx, job, flavor, total)
         ctx.quota.add(job.queue, flavor, total)
         if release > now and not ctx.cls(job.service_class).can_borrow:
             ctx.nominal_only.add(job.queue)
@@ -494,7 +497,9 @@ class _Cycle:
         # without explanations, a job its quota can never hold changes nothing (no admission,
         # preemption or reservation) unless it blocks the line: the walk leaves it out
         drop_hopeless = not self.explain and not policy.head_of_line
-        ranked = self.ranker.rank(ctx, ctx.snapshot.pending, drop_hopeless=drop_hopeless)
+        ranking = self.ranker.rank(ctx, ctx.snapshot.pending, drop_hopeless=drop_hopeless)
+        fair = FairOrder(ctx, ranking)
+        ranked: list[JobFacts] = []  # the jobs in the order walked
         left: set[str] = set()
         now = ctx.now
         # a job's estimated end when it has no estimate of its own, by service class
@@ -507,7 +512,8 @@ class _Cycle:
         quota_blocked = self.memo.quota_blocked.get  # read for every job: bound once
         only_admissions = self._only_admissions_left()
         recheck = 0
-        for facts in ranked:
+        for facts in chain(ranking.first, fair, ranking.last):
+            ranked.append(facts)
             job = facts.job
             if self.head_blocker is not None:
                 left.add(job.name)
@@ -533,9 +539,10 @@ class _Cycle:
                 and self.failed_preemptions < MAX_FAILED_PREEMPTIONS
                 and self.try_preempt(job)
             ):
+                fair.refresh()  # the victims' queues may borrow less now
                 if self.freed_at_once:  # the jobs ranked before it saw fewer free GPUs
                     self.freed_at_once = False
-                    recheck = ranked.index(facts)
+                    recheck = len(ranked) - 1
                 continue
             left.add(job.name)
             why = self.blocked_reason.get(job.name, (explain.CAPACITY, ""))

@@ -95,7 +95,9 @@ class PendingInfo:
         if r == CANNOT_BORROW:
             return (
                 f"Waiting for quota: {self._quota_text()}, which would borrow above nominal, "
-                f"and class {self.service_class} may not borrow."
+                f"and class {self.service_class} may not borrow (the queue's lower-priority "
+                f"jobs that may borrow do not hold that much above nominal, or the cohort has "
+                f"no room for them to borrow it)."
             )
         if r == BORROWING_LIMIT:
             return (

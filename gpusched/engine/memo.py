@@ -16,8 +16,9 @@ that they change no decision):
 - ``admission``: admission key (``JobFacts.short_key`` or ``long_key``: the job's walk shape,
   and whether it would still run when the reservation starts) -> why such a job was not
   admitted: ``(reason, flavor)`` of its first flavor, or None for a job with no flavor to try.
-- ``quota_reason``: ``(queue, flavor, units, can_borrow)`` -> why the queue's quota cannot take
-  that many more units of the flavor (an ``explain`` reason), or None when it can.
+- ``quota_reason``: ``(queue, flavor, units, priority of a class that may not borrow, else
+  None)`` -> why the queue's quota cannot take that many more units of the flavor (an
+  ``explain`` reason), or None when it can.
 - ``quota_blocked``: rank shape (``JobFacts.rank_shape``) -> whether the quota blocks its jobs in
   every flavor (once only admissions are left, the walk passes over such shapes whole).
 - ``no_candidates``: ``(queue, class, flavor, units)`` -> True: no running job is a preemption
@@ -45,7 +46,7 @@ K = TypeVar("K")
 V = TypeVar("V")
 
 Blocked = tuple[str, str]  # (explain reason, flavor)
-QuotaAsk = tuple[str, str, int, bool]  # (queue, flavor, units, can_borrow)
+QuotaAsk = tuple[str, str, int, int | None]  # (queue, flavor, units, priority if it may not borrow)
 CandidateAsk = tuple[str, str, str, int]  # (queue, service class, flavor, units)
 # flavor, gpus, topology, long job, the clusters it is limited to (none: every cluster)
 PlacementShape = tuple[str, int, Topology | None, bool, tuple[str, ...]]

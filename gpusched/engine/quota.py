@@ -69,6 +69,9 @@ class QuotaState:
         self.tree = static.tree
         self.pool_used: dict[tuple[str, str], int] = {}  # a cohort's usage U (section 2a)
         self.usage: dict[tuple[str, str], int] = {}
+        # usage changes so far, and the count at each queue's latest (to know what is stale)
+        self.changes = 0
+        self.changes_of: dict[str, int] = {}
         # every flavor a queue may have usage above nominal in (for share)
         self.flavors = set(static.flavors)
         for (q, f), units in (usage or {}).items():
@@ -79,6 +82,7 @@ class QuotaState:
         other = copy.copy(self)  # shares the static parts
         other.pool_used = dict(self.pool_used)
         other.usage = dict(self.usage)
+        other.changes_of = dict(self.changes_of)
         other.flavors = set(self.flavors)
         return other
 
@@ -105,6 +109,8 @@ class QuotaState:
         before = self.usage.get(key, 0)
         after = before + units
         self.usage[key] = after
+        self.changes += 1
+        self.changes_of[queue] = self.changes
         self.flavors.add(flavor)
         cohort = self.cohort.get(queue)
         if cohort is not None:
@@ -191,8 +197,16 @@ class QuotaState:
         cohort = self.cohort.get(queue)
         weight = self.queues[queue].weight if queue in self.queues else 1.0
         best = 0.0
-        for f in self.flavors if extra_flavor is None else self.flavors | {extra_flavor}:
-            used = self.usage.get((queue, f), 0) + (extra if f == extra_flavor else 0)
+        flavors = self.flavors
+        if extra_flavor is not None and extra_flavor not in flavors:
+            flavors = flavors | {extra_flavor}
+        usage = self.usage
+        for f in flavors:
+            used = usage.get((queue, f), 0)
+            if f == extra_flavor:
+                used += extra
+            if used <= 0:  # nothing above a nominal, which is never negative
+                continue
             above = used - self.limits(queue, f).nominal
             if above <= 0:
                 continue

@@ -1,7 +1,9 @@
 """Ranking the pending jobs (docs/SCHEDULING.md section 4): the order a cycle considers them in.
 
-Within nominal first, then service-class priority (highest first), fair-share score (lowest
-first), submission time, name.
+Jobs within their queue's nominal quota first: service-class priority (highest first), the
+queue's fair-share score over time (lowest first), submission time, name. Then the borrowing
+jobs: each queue's in priority and submission order, interleaved across queues by the share
+fair-share preemption compares (fair_order.py), as the walk admits them.
 
 A job that waits is ranked again every cycle, so the ranker keeps what does not change between
 cycles: each job's facts (its shapes and tie-breakers) and, per rank shape (queue, class,
@@ -144,13 +146,13 @@ class Ranker:
 
     def rank(
         self, ctx: CycleContext, pending: tuple[PendingJob, ...], drop_hopeless: bool = False
-    ) -> list[JobFacts]:
+    ) -> Ranking:
         """The pending jobs' facts in rank order. ``drop_hopeless``: leave out the jobs whose
         quota can never hold them in any of their flavors (``QuotaState.never_fits``)."""
         self._update(pending)
         by_shape = self.by_shape
         if ctx.policy.fifo_order:
-            return sorted(chain.from_iterable(by_shape.values()), key=_tail)
+            return Ranking(sorted(chain.from_iterable(by_shape.values()), key=_tail), {}, {})
         snap = ctx.snapshot
         quota = ctx.quota
         geq = {f.name: f.gpu_equivalent for f in snap.flavors}
@@ -171,7 +173,9 @@ class Ranker:
         # (queue, flavors) id -> most units a job may add and stay within nominal in one of them
         nominal_room: dict[int, int] = {}
         self.borrowing_shapes = borrowing_shapes = set()
-        groups: dict[tuple[int, int, float | tuple[float, ...]], list[int]] = {}
+        groups: dict[tuple[int, float | tuple[float, ...]], list[int]] = {}
+        borrowers: dict[str, dict[int, list[int]]] = {}  # queue -> priority -> rank shapes
+        hopeless: list[int] = []  # borrowing shapes whose quota can never hold them
         for sid in by_shape:
             known = statics.get(sid)
             if known is None:
@@ -191,17 +195,50 @@ class Ranker:
                 if units > room:
                     borrowing = 1
                     borrowing_shapes.add(sid)
-            groups.setdefault((borrowing, neg_prio, scores.get(queue, zero)), []).append(sid)
+            if borrowing and never:  # explained only: it changes no decision, so last
+                hopeless.append(sid)
+            elif borrowing:
+                own = borrowers.setdefault(queue, {})
+                own.setdefault(neg_prio, []).append(sid)
+                continue
+            groups.setdefault((neg_prio, scores.get(queue, zero)), []).append(sid)
         ranked: list[JobFacts] = []
         for value in sorted(groups):
-            sids = groups[value]
-            if len(sids) == 1:
-                ranked.extend(by_shape[sids[0]])
-            else:  # within a group the jobs go in submission order (then name)
-                ranked.extend(
-                    sorted(chain.from_iterable(map(by_shape.__getitem__, sids)), key=_tail)
-                )
-        return ranked
+            ranked.extend(self._joined(groups[value]))
+        queues = {
+            queue: [facts for prio in sorted(by_prio) for facts in self._joined(by_prio[prio])]
+            for queue, by_prio in borrowers.items()
+        }
+        return Ranking(ranked, queues, scores, self._joined(hopeless) if hopeless else [])
+
+    def _joined(self, sids: list[int]) -> list[JobFacts]:
+        """The jobs of these rank shapes, in submission order (then name)."""
+        by_shape = self.by_shape
+        if len(sids) == 1:
+            return by_shape[sids[0]]
+        return sorted(chain.from_iterable(map(by_shape.__getitem__, sids)), key=_tail)
+
+
+class Ranking:
+    """A cycle's order of the pending jobs: ``first``, the jobs within their queue's nominal
+    quota in rank order; then the borrowing jobs, each queue's (``borrowing``) in priority and
+    submission order, which the walk interleaves by fair share as it admits (fair_order.py)."""
+
+    __slots__ = ("borrowing", "first", "last", "scores")
+
+    def __init__(
+        self,
+        first: list[JobFacts],
+        borrowing: dict[str, list[JobFacts]],
+        scores: dict[str, float] | dict[str, tuple[float, ...]],
+        last: list[JobFacts] | None = None,
+    ) -> None:
+        self.first = first
+        self.borrowing = borrowing
+        self.scores = scores  # queue -> fair-share score over time (a tie-breaker here)
+        # borrowing jobs their quota can never hold (ranked only to be explained): walked last,
+        # so that they hold no queue's place in the fair-share order
+        self.last = last or []
 
 
 def fair_tree(

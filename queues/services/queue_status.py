@@ -36,8 +36,10 @@ DEFAULT_PENDING_LIMIT = 100
 SHARE_MEANING = (
     "A queue's share is the scheduler's own: the GPUs it uses above its nominal quota, divided "
     "by its cohort's pool and by its weight (the largest over GPU types); 0 means it is within "
-    "its quota, and when queues of a cohort compete for GPUs the one with the lower share goes "
-    "first, while jobs of the one with the highest share may be preempted to give GPUs back."
+    "its quota. Jobs within their queue's quota go first (the queue with the lower score, its "
+    "use over time, first); among jobs that borrow, the queue whose share after admitting the "
+    "job is lowest goes first, and jobs of the queue with the highest share may be preempted "
+    "to give GPUs back: one share for both."
 )
 
 

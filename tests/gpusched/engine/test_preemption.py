@@ -219,7 +219,7 @@ def test_two_queues_do_not_preempt_each_other_forever_through_a_priority_swap() 
     with 8 GPUs is below b with 16). a ranks first (b also runs l40s jobs). Were a's gang then
     allowed to swap the small job out by priority, taking the other 8 GPUs from the pool, b's
     gang would stop it again, and so on for ever: 132 stops and nothing finished by t=30000.
-    Instead the small job runs to its end and the gangs take turns after it."""
+    Instead the small job runs to its end and the gangs take turns after it, b's first."""
     spot = {
         "name": "spot",
         "priority": 10,
@@ -279,7 +279,11 @@ def test_two_queues_do_not_preempt_each_other_forever_through_a_priority_swap() 
     assert stops == [
         ("gang-a", "fair-share", "gang-b"),
         ("gang-b", "fair-share", "small-a"),
-        ("gang-a", "fair-share", "gang-b"),  # after small-a ended: b's share is below a's again
+    ]
+    # after small-a ended, b's gang goes first: the borrowing jobs are ranked by rule 3's share
+    # after admitting (b's 12 GPUs above nominal against a's 14), so nothing is stopped again
+    assert [e["job"] for e in report["events"] if e["type"] == "admit" and e["t"] == 5680] == [
+        "gang-b"
     ]
     jobs = {j["name"]: j for j in report["jobs"]}
     assert [jobs[n]["state"] for n in ("small-a", "gang-a", "gang-b")] == ["finished"] * 3

@@ -1,0 +1,110 @@
+"""The order of the borrowing jobs (docs/SCHEDULING.md section 4): one notion of fair share.
+
+Borrowing jobs are walked queue against queue by the share rule 3 compares: the next job is
+the head of the queue whose share *after admitting that job* is lowest (Kueue's dominant
+resource share; in a cohort tree the shares at each level, from the root down), then priority,
+the fair-share score over time, submission time and name. The walk re-reads a queue's share
+as it admits, so a queue that was just given GPUs waits behind one that borrows less; and a
+job admitted here could not then be stopped by a preemptor ranked after it under rule 3
+(its share after admitting was no higher than the preemptor's), which removes the same-cycle
+swap of BENCHMARKS.md.
+
+Each queue's own jobs keep their order (priority, then submission).
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from gpusched.engine.model import PendingJob
+
+if TYPE_CHECKING:
+    from gpusched.engine.context import CycleContext
+    from gpusched.engine.ranking import JobFacts, Ranking
+
+ShareKey = float | tuple[float, ...]
+
+
+def share_after(ctx: CycleContext, job: PendingJob) -> ShareKey:
+    """The job's queue's share once the job is admitted, in its flavor that gives the lowest
+    (rule 3's ``share``; in a tree the level shares from just below the root down)."""
+    quota = ctx.quota
+    queue = job.queue
+    units = (job.min_workers or job.workers) * job.gpus_per_worker
+    if not quota.tree.hierarchical:
+        return min(quota.share(queue, f, units) for f in job.flavors)
+    chain = quota.tree.chain.get(queue, ())
+    nodes = [*reversed(chain[:-1]), queue]  # the queue's side at each level, top down
+    parents = [*reversed(chain[1:]), chain[0]] if chain else [None]
+    return min(
+        tuple(
+            quota.level_share(queue, node, at, f, units)
+            for node, at in zip(nodes, parents, strict=True)
+        )
+        for f in job.flavors
+    )
+
+
+class FairOrder:
+    """Iterates a ranking's borrowing jobs in fair-share order, re-reading the shares as the
+    cycle changes them (call ``refresh`` after a preemption: victims' queues may have lowered)."""
+
+    def __init__(self, ctx: CycleContext, ranking: Ranking) -> None:
+        self.ctx = ctx
+        # rank shape -> (the quota's change count it was read at, share after admitting)
+        self.shares: dict[int, tuple[int, ShareKey]] = {}
+        # a queue's share reads its own usage; in a tree, its cohorts' too (any queue's)
+        self.own_usage_only = not ctx.quota.tree.hierarchical
+        self.priority: dict[int, int] = {}  # rank shape -> minus its class's priority
+        self.queues = ranking.borrowing
+        self.scores = ranking.scores
+        self.next_of = dict.fromkeys(self.queues, 0)  # queue -> index of its head job
+        self.generation = 0  # refreshes so far
+        self.heap: list[tuple[tuple[object, ...], str]] = []
+        self.refresh()
+
+    def _key(self, queue: str) -> tuple[object, ...]:
+        facts = self.queues[queue][self.next_of[queue]]
+        sid = facts.rank_shape  # the same queue, class, flavors and units: the same share
+        quota = self.ctx.quota
+        at = quota.changes_of.get(queue, 0) if self.own_usage_only else quota.changes
+        known = self.shares.get(sid)
+        if known is not None and known[0] == at:
+            share = known[1]
+        else:
+            share = share_after(self.ctx, facts.job)
+            self.shares[sid] = (at, share)
+        prio = self.priority.get(sid)
+        if prio is None:
+            prio = self.priority[sid] = -self.ctx.cls(facts.job.service_class).priority
+        return (share, prio, self.scores.get(queue, 0.0), facts.tail)
+
+    def refresh(self) -> None:
+        """Every queue's head again at today's shares."""
+        self.generation += 1
+        self.heap = [
+            (self._key(q), q) for q, jobs in self.queues.items() if self.next_of[q] < len(jobs)
+        ]
+        heapq.heapify(self.heap)
+
+    def __iter__(self) -> Iterator[JobFacts]:
+        while self.heap:
+            key, queue = heapq.heappop(self.heap)
+            now = self._key(queue)
+            if now != key:  # its share moved since: back in line at today's
+                heapq.heappush(self.heap, (now, queue))
+                continue
+            jobs = self.queues[queue]
+            while True:  # its next jobs while they stay first (no heap work per job)
+                index = self.next_of[queue]
+                self.next_of[queue] = index + 1
+                generation = self.generation
+                yield jobs[index]
+                if generation != self.generation or index + 1 == len(jobs):
+                    break  # refreshed: the queue is back in the heap already; or it is done
+                key = self._key(queue)
+                if self.heap and self.heap[0][0] < key:
+                    heapq.heappush(self.heap, (key, queue))
+                    break

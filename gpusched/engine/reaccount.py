@@ -1,0 +1,65 @@
+"""Re-accounting instead of stopping (docs/SCHEDULING.md section 4, "Who borrows in a queue").
+
+A queue's nominal quota is filled by its jobs in priority order: the part of its usage above
+nominal is borrowed by its lowest-priority jobs. So a job of a class that may not borrow, whose
+queue is over nominal only because lower-priority jobs of the queue run there, is admitted
+without stopping them when they may go on running as borrowing: they are preemptible, their
+class may borrow, and the queue's borrowing limit and its cohort pool hold the queue's whole
+usage. Otherwise rule 4 stops them, as before (stopping is then the only way to make room).
+"""
+
+from __future__ import annotations
+
+from gpusched.engine import explain
+from gpusched.engine.context import CycleContext
+from gpusched.engine.model import PendingJob, ServiceClass
+
+
+def movable(ctx: CycleContext, queue: str, flavor: str, priority: int) -> int:
+    """Units of ``flavor`` the queue's started jobs could go on using as borrowing for a job
+    of ``priority``: preemptible, of a class that may borrow, strictly lower priority, not
+    stopping and not waiting for victims."""
+    jobs = ctx.victim_pools.get(flavor, {}).get(queue)
+    if not jobs:
+        return 0
+    return sum(
+        r.count * r.g
+        for r in jobs.values()
+        if r.preemptible_now and r.cls.can_borrow and r.cls.priority < priority
+    )
+
+
+def quota_reason(
+    ctx: CycleContext, queue: str, flavor: str, units: int, cls: ServiceClass
+) -> str | None:
+    """Why the queue's quota cannot take ``units`` more of ``flavor`` for a job of ``cls``
+    now (an explain reason code), or None when it can, re-accounting included."""
+    quota = ctx.quota
+    reason = quota.blocked_reason(queue, flavor, units, cls.can_borrow)
+    if reason != explain.CANNOT_BORROW:
+        return reason
+    return None if room_above_nominal(ctx, queue, flavor, cls) >= units else reason
+
+
+def room_above_nominal(ctx: CycleContext, queue: str, flavor: str, cls: ServiceClass) -> int:
+    """Most units a job of ``cls`` (a class that may not borrow) may add to its queue, with
+    the queue's lower-priority borrowing jobs re-accounted: its nominal less what the queue's
+    other jobs hold, and no more than the queue's borrowing room."""
+    quota = ctx.quota
+    used = quota.used(queue, flavor)
+    own = quota.nominal(queue, flavor) - used
+    if quota.cohort.get(queue) is None:
+        return own  # without a cohort nothing borrows
+    lower = movable(ctx, queue, flavor, cls.priority)
+    if lower == 0:
+        return own
+    return min(own + lower, quota.headroom(queue, flavor))
+
+
+def admitted_borrowing(ctx: CycleContext, job: PendingJob, flavor: str, units: int) -> bool:
+    """Whether ``job``, admitted now with ``units`` of ``flavor``, borrows: its queue goes
+    above nominal and its class may borrow (one that may not is within nominal, the queue's
+    lower-priority jobs re-accounted as its borrowers)."""
+    if not ctx.cls(job.service_class).can_borrow:
+        return False
+    return not ctx.quota.within_nominal(job.queue, flavor, units)
