@@ -14,7 +14,7 @@ from datetime import datetime
 from gpusched.engine import model as engine
 from gpusched.engine.explain import PendingInfo
 from gpusched.engine.fairshare import decay_usage
-from queues.models import Job, JobEvent, JobRuntime, Queue
+from queues.models import Cluster, Job, JobEvent, JobRuntime, Queue, ServiceClass
 from queues.services import counters, events, messages, rows
 from queues.services import effects as fx
 from queues.services.messages import clock, when
@@ -57,12 +57,16 @@ class Applier:
         # the jobs decisions change, as model instances (their current rows)
         self.jobs: dict[str, Job] = {
             str(pk): job
-            for pk, job in Job.objects.select_related(
-                "queue__team", "queue__cohort", "service_class", "cluster", "runtime"
-            )
+            for pk, job in Job.objects.select_related("runtime")
             .in_bulk([int(name) for name in decided])
             .items()
         }
+        rows.share_related(
+            list(self.jobs.values()),
+            queue=Queue.objects.select_related("team", "cohort"),
+            service_class=ServiceClass.objects.all(),
+            cluster=Cluster.objects.all(),
+        )
 
     def label(self, name: str | None) -> str:
         if name is None:

@@ -9,6 +9,10 @@ issue 27). ``update_rows`` writes the same values with less:
   set by one plain ``UPDATE ... WHERE pk IN (...)`` per batch;
 - the fields whose values differ (an admission's placement) are set, on PostgreSQL, by one
   ``UPDATE ... FROM unnest(ids, values)`` per batch, and elsewhere by ``bulk_update``.
+
+``share_related`` gives many rows their related objects (their queue, class, cluster) read once
+each, instead of ``select_related``'s copy per row: 10,000 jobs of 4 queues build 4 queues, not
+10,000.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from django.db import connection, models
+from django.db.models import QuerySet
 
 BATCH = 500
 
@@ -72,3 +77,20 @@ def _update_from_arrays(
     )
     with connection.cursor() as cursor:
         cursor.execute(sql, arrays)
+
+
+def share_related(rows: Sequence[models.Model], **relations: QuerySet[Any]) -> None:
+    """Set each foreign key named in ``relations`` on every row to the one object of that
+    queryset it points to (one query per relation)."""
+    if not rows:
+        return
+    meta = type(rows[0])._meta
+    for name, queryset in relations.items():
+        field = meta.get_field(name)
+        assert isinstance(field, models.ForeignKey)
+        ids = {getattr(row, field.attname) for row in rows} - {None}
+        found = queryset.in_bulk(list(ids)) if ids else {}
+        for row in rows:
+            related = found.get(getattr(row, field.attname))
+            if related is not None:  # else: read when asked, as without this
+                field.set_cached_value(row, related)
