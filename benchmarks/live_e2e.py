@@ -2,6 +2,8 @@
 
     .venv/bin/python benchmarks/live_e2e.py                  # REST, 2,000 jobs, 1,300 nodes
     .venv/bin/python benchmarks/live_e2e.py --mode both --rounds 3   # REST / in-process alternated
+    .venv/bin/python benchmarks/live_e2e.py --jobs 10000 --array 10000 --concurrency 1
+                                                             # one array request of 10,000 jobs
 
 Needs PostgreSQL on 127.0.0.1:5432 (user postgres, trust auth) and Redis on 127.0.0.1:6379.
 Each round:
@@ -11,11 +13,14 @@ Each round:
    one simulated cluster of ``--nodes`` nodes x 8 GPUs (room for every job), ``--teams`` teams
    with one queue each in one cohort, a researcher in every team with one API token per client
    thread;
-2. empties its Redis databases (``--redis-db`` for the broker, the next one for the cache) and
+2. empties its Redis databases (``--redis-db`` for the broker, ``--cache-db`` for the cache,
+   by default the next one; both may be the same) and
    starts ``celery -A gpuplatform worker -B`` with ``CYCLE_INTERVAL=1`` and, in ``rest`` mode,
    gunicorn with ``--web-workers`` sync workers on 127.0.0.1;
 3. submits ``--jobs`` 1-GPU jobs from ``--concurrency`` threads: ``POST /api/v1/jobs/`` with a
    token over keep-alive HTTP/1.1 (``rest``), or ``queues.services.submit_job`` (``inprocess``);
+   with ``--array N`` each POST is a job array of N jobs (``{"array": N, ...}``, the last one
+   the rest);
 4. polls the database until every job is admitted, then running; stops the servers (also on an
    error, Ctrl-C or SIGTERM).
 
@@ -95,6 +100,16 @@ def job_body(world: World, index: int) -> dict[str, Any]:
     }
 
 
+def request_bodies(world: World, jobs: int, array: int) -> list[dict[str, Any]]:
+    """One body per job, or with ``array``: one array body per ``array`` jobs."""
+    if not array:
+        return [job_body(world, i) for i in range(jobs)]
+    return [
+        {**job_body(world, start), "array": min(array, jobs - start)}
+        for start in range(0, jobs, array)
+    ]
+
+
 def build_world(nodes: int, teams: int, tokens: int) -> World:
     from django.contrib.auth.models import User
     from django.db import transaction
@@ -146,6 +161,7 @@ def server_env(args: argparse.Namespace, folder: Path) -> dict[str, str]:
         "ALLOWED_HOSTS": "127.0.0.1,localhost",
         "DATABASE_URL": args.database_url,
         "REDIS_URL": f"redis://127.0.0.1:6379/{args.redis_db}",
+        "CACHE_URL": f"redis://127.0.0.1:6379/{args.cache_db}",
         "CELERY_QUEUE": f"e2e-bench-{uuid.uuid4().hex[:8]}",
         "CYCLE_INTERVAL": "1",
         "JOB_SUBMIT_RATE": "1000000/second",
@@ -187,7 +203,11 @@ def run_round(args: argparse.Namespace, mode: str, number: int, folder: Path) ->
     result = Round(mode, number)
     world = build_world(args.nodes, args.teams, args.concurrency)
     empty_redis(os.environ["REDIS_URL"])
-    print(f"\n== round {number}, {mode}: {args.jobs} jobs, {args.concurrency} threads", flush=True)
+    shape = f", arrays of {args.array}" if args.array else ""
+    print(
+        f"\n== round {number}, {mode}: {args.jobs} jobs{shape}, {args.concurrency} threads",
+        flush=True,
+    )
     with Stack({**os.environ, "LOG_LEVEL": "INFO"}, folder / f"round{number}-{mode}") as stack:
         stack.folder.mkdir(parents=True, exist_ok=True)
         stack.start_worker(args.worker_concurrency)
@@ -197,7 +217,7 @@ def run_round(args: argparse.Namespace, mode: str, number: int, folder: Path) ->
         cpu_before = {name: stack.cpu_seconds(name) for name in stack.children}
         cpu_before["this process"] = time.process_time()
         result.load.append(os.getloadavg()[0])
-        bodies = [job_body(world, i) for i in range(args.jobs)]
+        bodies = request_bodies(world, args.jobs, args.array)
         submissions = Submissions(bodies, len(world.tokens))
         if mode == "rest":
             threads = rest_clients(base, world.tokens, submissions)
@@ -255,6 +275,8 @@ def report_round(
         )
     if result.errors:
         print(f"  {len(result.errors)} submissions failed; first: {result.errors[0]}")
+    if len(result.latencies) == 1:
+        print(f"  the one request answered in {result.latencies[0] * 1000:.0f} ms")
     if len(result.latencies) >= 2:
         cuts = statistics.quantiles(result.latencies, n=100, method="inclusive")
         print(
@@ -314,7 +336,7 @@ def summary(rounds: list[Round]) -> None:
             f"{r.submitted / r.seconds[s]:.1f}" if s in r.seconds else "-"
             for s in ("submitted", "admitted", "running")
         ]
-        cuts = statistics.quantiles(r.latencies, n=100, method="inclusive")
+        cuts = statistics.quantiles(r.latencies * 2, n=100, method="inclusive")  # 1 request too
         ms = [f"{cuts[i] * 1000:.1f}" for i in (49, 94, 98)]
         load = "-".join(f"{x:.1f}" for x in r.load)
         print(f"| {r.number} | {r.mode} | {' | '.join(rates)} | {' | '.join(ms)} | {load} |")
@@ -331,7 +353,9 @@ def main() -> int:
     parser.add_argument("--web-workers", type=int, default=2, help="gunicorn sync workers")
     parser.add_argument("--worker-concurrency", type=int, default=2, help="Celery pool size")
     parser.add_argument("--database-url", default=DEFAULT_URL)
-    parser.add_argument("--redis-db", type=int, default=12, help="the broker's; the cache: +1")
+    parser.add_argument("--redis-db", type=int, default=12, help="the broker's")
+    parser.add_argument("--cache-db", type=int, default=None, help="default: --redis-db + 1")
+    parser.add_argument("--array", type=int, default=0, help="jobs per POST (a job array)")
     parser.add_argument("--timeout", type=float, default=900, help="seconds per round")
     parser.add_argument("--pgbench-seconds", type=int, default=10, help="0: no pgbench")
     parser.add_argument("--show-cycles", type=int, default=30, help="cycles listed per round")
@@ -339,6 +363,10 @@ def main() -> int:
     parser.add_argument("--profile-posts", type=int, default=0, help="cProfile N POSTs at end")
     parser.add_argument("--logs", type=Path, default=None, help="keep the servers' logs here")
     args = parser.parse_args()
+    if args.cache_db is None:
+        args.cache_db = args.redis_db + 1
+    if args.array and args.mode != "rest":
+        parser.error("--array is for --mode rest")
     if args.jobs > args.nodes * 8:
         parser.error("--nodes too small: every job must be able to run")
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # unwinds: servers stopped
@@ -352,7 +380,7 @@ def main() -> int:
 
     print(
         f"database {connection.settings_dict['NAME']} (PostgreSQL {connection.pg_version}), "
-        f"Redis db {args.redis_db}/{args.redis_db + 1}, {os.cpu_count()} CPUs, "
+        f"Redis db {args.redis_db}/{args.cache_db}, {os.cpu_count()} CPUs, "
         f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}; logs in {folder}"
     )
     modes = ["rest", "inprocess"] if args.mode == "both" else [args.mode]

@@ -5,6 +5,7 @@ exception handler that turns domain errors into 4xx answers instead of 500s.
 
 from __future__ import annotations
 
+import copy
 import logging
 from types import SimpleNamespace
 from typing import Any, TypeVar
@@ -155,6 +156,45 @@ class StringMapField(fields.DictField):
         if any(len(key) > 253 or not key for key in value):
             raise exceptions.ValidationError("Keys must be 1 to 253 characters long.")
         return value
+
+
+def _clone_field(field: fields.Field) -> fields.Field:  # type: ignore[type-arg]
+    """A fresh, unbound copy of an unbound field: its attributes copied one level deep (a list
+    field's child and a many-relation's child too, each the child of its own copy), not rebuilt from
+    its arguments as ``copy.deepcopy`` does. Nested serializers are deep-copied as DRF does."""
+    if isinstance(field, serializers.BaseSerializer):
+        return copy.deepcopy(field)
+    clone = object.__new__(type(field))
+    clone.__dict__.update(field.__dict__)
+    if "_validators" in clone.__dict__:
+        clone._validators = list(clone._validators)
+    for name in ("child", "child_relation"):
+        inner = clone.__dict__.get(name)
+        if isinstance(inner, fields.Field):
+            inner = _clone_field(inner)
+            setattr(clone, name, inner)
+            inner.parent = clone  # bound already (to the template's field), by the same name
+    return clone
+
+
+class FieldTemplateMixin:
+    """Builds a serializer's fields once per class instead of at every instance.
+
+    DRF makes each serializer instance its own fields: a deep copy of the declared ones, and for a
+    ModelSerializer a new field per model field too, about a quarter of a job submission's CPU
+    (BENCHMARKS.md, issue 27). Here the first instance of a class keeps the unbound fields DRF
+    built as the class's template (they depend on the class alone, never on the request), and
+    every instance gets a light copy of them (``_clone_field``) to bind to itself, so an
+    instance may still change its own fields. Not for a serializer whose ``get_fields`` depends
+    on the instance."""
+
+    def get_fields(self) -> dict[str, Any]:
+        cls = type(self)
+        template = cls.__dict__.get("_field_template")
+        if template is None:
+            template = super().get_fields()  # type: ignore[misc]
+            cls._field_template = template  # type: ignore[attr-defined]
+        return {name: _clone_field(field) for name, field in template.items()}
 
 
 def bounded_int(**kwargs: Any) -> fields.IntegerField:

@@ -17,7 +17,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from gpuplatform import access
-from gpuplatform.rest import StrictCharField, reject_nul
+from gpuplatform.rest import FieldTemplateMixin, StrictCharField, reject_nul
 from queues.models import Flavor, Job, JobEvent, Queue, ServiceClass, catalog, job_spec
 from queues.models import job_rules as rules
 
@@ -61,7 +61,7 @@ def spec_input(key: str) -> serializers.JSONField:
     return serializers.JSONField(required=False, help_text=SPEC_HELP[key])
 
 
-class JobSerializer(serializers.ModelSerializer[Job]):
+class JobSerializer(FieldTemplateMixin, serializers.ModelSerializer[Job]):
     queue_name = serializers.CharField(source="queue.__str__", read_only=True)
     team = serializers.CharField(source="queue.team.name", read_only=True)
     owner = serializers.CharField(source="owner.username", read_only=True)
@@ -188,6 +188,14 @@ def _catalog(field: serializers.Field) -> catalog.Catalog:  # type: ignore[type-
 class CatalogQueueField(serializers.PrimaryKeyRelatedField):  # type: ignore[type-arg]
     """A queue by id among those the caller may see, from the catalog (DRF's messages)."""
 
+    def get_queryset(self) -> Any:
+        """The queues the caller may see, for the browsable API's and the schema's choices (a
+        submission reads the catalog, not this)."""
+        request = self.context.get("request")
+        if request is None:
+            return super().get_queryset()
+        return access.visible_queues(request.user)
+
     def to_internal_value(self, data: Any) -> Queue:
         try:
             if isinstance(data, bool):
@@ -218,7 +226,7 @@ class CatalogNameField(serializers.SlugRelatedField):  # type: ignore[type-arg]
         return found
 
 
-class JobSubmitSerializer(serializers.Serializer[Job]):
+class JobSubmitSerializer(FieldTemplateMixin, serializers.Serializer[Job]):
     """A job submission (POST /jobs/ and /jobs/estimate/). Its queue, class and flavors come
     from the catalog (no query when it is cached), and ``validate`` checks the rules once: the
     ``checked`` it adds tells ``submit_job`` not to check them again."""
@@ -302,12 +310,6 @@ class JobSubmitSerializer(serializers.Serializer[Job]):
         "env, workingDir, cpu/memory resources and volumeMounts, its volumes, tolerations and "
         "imagePullSecrets become the job's. Anything else is refused with its path.",
     )
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        request = self.context.get("request")
-        if request is not None:  # queues the caller cannot see do not exist for them
-            self.fields["queue"].queryset = access.visible_queues(request.user)  # the schema's
 
     def validate_command(self, command: list[str]) -> list[str]:
         reject_nul(command)

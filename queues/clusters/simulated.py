@@ -60,6 +60,10 @@ def run_outcome(
     return max(duration, 1.0), fails
 
 
+PLANNED_FROM = ("duration_hint", "estimated_runtime", "preemption_count")
+"""The fields of a job ``planned_run`` reads (a launch of 10,000 jobs reads only these)."""
+
+
 def planned_run(job: Job, failure_rate: float) -> tuple[float, bool]:
     """(simulated seconds until the run ends, whether it ends failed) for this attempt."""
     if job.duration_hint:
@@ -209,7 +213,7 @@ class SimulatedDriver:
             w.job_id: w
             for w in SimulatedWorkload.objects.filter(cluster_id=self.cluster_id, job_id__in=ids)
         }
-        jobs = Job.objects.in_bulk([int(i) for i in ids if i.isdigit()])
+        jobs = Job.objects.only(*PLANNED_FROM).in_bulk([int(i) for i in ids if i.isdigit()])
         errors: dict[str, DriverError] = {}
         rows: list[SimulatedWorkload] = []
         for spec in specs:

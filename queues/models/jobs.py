@@ -222,6 +222,11 @@ class Job(models.Model):
         links = JobFlavor.objects.bulk_create(
             JobFlavor(job=self, flavor=flavor, rank=rank) for rank, flavor in enumerate(flavors)
         )
+        self.keep_flavor_links(links)
+
+    def keep_flavor_links(self, links: list[JobFlavor]) -> None:
+        """Keep ``links`` (this job's, with their flavors, by rank) as ``flavor_links.all()``
+        would read them: no query for them later."""
         cache = self.__dict__.setdefault("_prefetched_objects_cache", {})
         cache.pop("flavor_links", None)
         held = self.flavor_links.all()  # what prefetch_related keeps: a queryset, filled

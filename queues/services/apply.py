@@ -14,8 +14,8 @@ from datetime import datetime
 from gpusched.engine import model as engine
 from gpusched.engine.explain import PendingInfo
 from gpusched.engine.fairshare import decay_usage
-from queues.models import Job, JobEvent, JobRuntime, Queue
-from queues.services import counters, events, messages
+from queues.models import Cluster, Job, JobEvent, JobRuntime, Queue, ServiceClass
+from queues.services import counters, events, messages, rows
 from queues.services import effects as fx
 from queues.services.messages import clock, when
 from queues.services.report import CycleReport
@@ -57,12 +57,16 @@ class Applier:
         # the jobs decisions change, as model instances (their current rows)
         self.jobs: dict[str, Job] = {
             str(pk): job
-            for pk, job in Job.objects.select_related(
-                "queue__team", "queue__cohort", "service_class", "cluster", "runtime"
-            )
+            for pk, job in Job.objects.select_related("runtime")
             .in_bulk([int(name) for name in decided])
             .items()
         }
+        rows.share_related(
+            list(self.jobs.values()),
+            queue=Queue.objects.select_related("team", "cohort"),
+            service_class=ServiceClass.objects.all(),
+            cluster=Cluster.objects.all(),
+        )
 
     def label(self, name: str | None) -> str:
         if name is None:
@@ -183,8 +187,9 @@ class Applier:
     def write_admits(self) -> None:
         """Every admission of the cycle in a constant number of queries, whatever their number:
         the jobs still pending are locked and read (one query; a job cancelled meanwhile is
-        left out), moved to admitted in one UPDATE per 500, their runtime rows written in one
-        upsert per 500, and each queue's admission counter incremented once."""
+        left out), moved to admitted in two UPDATEs per 500 (queues/services/rows.py), their
+        runtime rows written in one upsert per 500, and each queue's admission counter
+        incremented once."""
         if not self.admits:
             return
         pending = set(
@@ -245,7 +250,7 @@ class Applier:
                 self.effects.append(fx.launch(job))
             per_queue[queue] = per_queue.get(queue, 0) + 1
             self._record(job, said)
-        Job.objects.bulk_update(moved, sorted(fields), batch_size=500)
+        rows.update_rows(moved, sorted(fields))
         JobRuntime.objects.bulk_create(
             runtimes,
             batch_size=500,

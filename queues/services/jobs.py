@@ -10,6 +10,7 @@ import logging
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -20,8 +21,23 @@ from django.db import transaction
 from django.utils import timezone
 
 from gpuplatform import access
-from queues.models import Flavor, IllegalTransition, Job, JobRuntime, Queue, ServiceClass
-from queues.models.job_rules import Checked, Submission, check_submission, resolved
+from queues.models import (
+    Flavor,
+    IllegalTransition,
+    Job,
+    JobEvent,
+    JobFlavor,
+    JobRuntime,
+    Queue,
+    ServiceClass,
+)
+from queues.models.job_rules import (
+    Checked,
+    Submission,
+    check_flavor_list,
+    check_submission,
+    resolved,
+)
 from queues.services import clock
 from queues.services import effects as fx
 from queues.services import events as job_events
@@ -80,7 +96,24 @@ def _send_cycle() -> None:
         )
 
 
-def submit_job(
+def submit_job(**fields: Any) -> Job:
+    """Create a pending job (``prepare_job``'s keyword arguments); raises ValidationError by
+    field when the submission breaks a rule of queues/models/job_rules.py (a queue ``owner``
+    may not submit to included). The job comes back with its flavor links, runtime and queue in
+    hand, as ``JobSerializer`` shows it (no need to read it again)."""
+    return write_jobs([prepare_job(**fields)])[0]
+
+
+@dataclass(frozen=True)
+class NewJob:
+    """A checked submission, ready to be written by ``write_jobs``."""
+
+    job: Job
+    flavors: list[Flavor]
+    said: job_events.Said
+
+
+def prepare_job(
     *,
     owner: Any,
     queue: Queue,
@@ -101,15 +134,13 @@ def submit_job(
     pod_template: Any = None,
     now: datetime | None = None,
     checked: Checked | None = None,
-) -> Job:
-    """Create a pending job in ``queue``; raises ValidationError by field when the submission
-    breaks a rule of queues/models/job_rules.py (a queue ``owner`` may not submit to included).
-    ``spec`` holds the job's env, volumes, shm_size, cpu... (queues/models/job_spec.py);
-    ``pod_template`` a Kubernetes pod template (YAML text or an object) that gives the image,
-    command and spec instead (queues/models/pod_template.py). ``checked``: what
-    ``check_submission`` answered the caller for this owner and submission (the API's
-    serializer): the rules are not checked twice. The job comes back with its flavor links,
-    runtime and queue in hand, as ``JobSerializer`` shows it (no need to read it again)."""
+) -> NewJob:
+    """Check a submission and build its unsaved job and "submitted" event; raises
+    ValidationError by field. ``spec`` holds the job's env, volumes, shm_size, cpu...
+    (queues/models/job_spec.py); ``pod_template`` a Kubernetes pod template (YAML text or an
+    object) that gives the image, command and spec instead (queues/models/pod_template.py).
+    ``checked``: what ``check_submission`` answered the caller for this owner and submission
+    (the API's serializer): the rules are not checked twice."""
     submission = Submission(
         queue=queue,
         service_class=service_class,
@@ -130,8 +161,8 @@ def submit_job(
     )
     if checked is None or not checked.covers(owner, submission):
         check_submission(owner, submission)
+    check_flavor_list(submission.flavors)
     submission = resolved(submission)
-    moment = now or timezone.now()
     job = Job(
         owner=owner,
         queue=queue,
@@ -148,22 +179,61 @@ def submit_job(
         estimated_runtime=estimated_runtime,
         checkpoint_interval=checkpoint_interval,
         duration_hint=duration_hint,
-        submitted_at=moment,
+        submitted_at=now or timezone.now(),
     )
+    said = job_events.submitted(
+        queue=str(queue),
+        owner=str(owner),
+        workers=workers,
+        gpus_per_worker=gpus_per_worker,
+        flavors=[f.name for f in submission.flavors],
+        service_class=str(service_class),
+    )
+    return NewJob(job, submission.flavors, said)
+
+
+WRITE_BATCH = 500
+"""Rows per INSERT when jobs are written together (an array): far under PostgreSQL's 65,535
+parameters a statement."""
+
+
+def write_jobs(new: Sequence[NewJob], *, array: bool = False) -> list[Job]:
+    """Insert prepared jobs with their flavor links, runtime rows and "submitted" events, all or
+    none: four INSERTs per ``WRITE_BATCH`` jobs, and one cycle queued for them all. ``array``:
+    the jobs are one array (Slurm's ``--array``): each job's ``array_id`` is the first job's id
+    and ``array_index`` its place (one more INSERT and an UPDATE of the first job)."""
+    jobs = [n.job for n in new]
     with transaction.atomic():
-        job.save()
-        job.set_acceptable_flavors(list(flavors), new=True)
-        JobRuntime.objects.create(job=job)
-        job_events.submitted(
-            queue=str(queue),
-            owner=str(owner),
-            workers=workers,
-            gpus_per_worker=gpus_per_worker,
-            flavors=[f.name for f in flavors],
-            service_class=str(service_class),
-        ).row(job, moment).save()
+        if array and jobs:
+            head = jobs[0]
+            head.array_index = 0
+            Job.objects.bulk_create([head])  # its id names the array
+            Job.objects.filter(pk=head.pk).update(array_id=head.pk)
+            for index, job in enumerate(jobs):
+                job.array_id, job.array_index = head.pk, index
+            Job.objects.bulk_create(jobs[1:], batch_size=WRITE_BATCH)
+        else:
+            Job.objects.bulk_create(jobs, batch_size=WRITE_BATCH)
+        held = [
+            [
+                JobFlavor(job=n.job, flavor=flavor, rank=rank)
+                for rank, flavor in enumerate(n.flavors)
+            ]
+            for n in new
+        ]
+        JobFlavor.objects.bulk_create(
+            (link for links in held for link in links), batch_size=WRITE_BATCH
+        )
+        JobRuntime.objects.bulk_create(
+            (JobRuntime(job=job) for job in jobs), batch_size=WRITE_BATCH
+        )
+        JobEvent.objects.bulk_create(
+            (n.said.row(n.job, n.job.submitted_at) for n in new), batch_size=WRITE_BATCH
+        )
         queue_cycle()
-    return job
+    for job, links in zip(jobs, held, strict=True):
+        job.keep_flavor_links(links)
+    return jobs
 
 
 def cancel_job(job: Job, by_user: Any, *, now: datetime | None = None, by: str = "") -> Job:

@@ -90,28 +90,45 @@ def test_a_job_rule_broken_by_the_array_body_creates_nothing(
 def test_a_failure_while_creating_rolls_the_whole_array_back(
     api: Api, researcher_a: User, job_body: Body, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from queues.services import arrays
+    real = JobEvent.objects.bulk_create
 
-    made: list[int] = []
-    real = arrays.submit_job
+    def fails(*args: Any, **kwargs: Any) -> Any:  # the jobs, links and runtimes are written
+        assert Job.objects.count() == 4 and JobRuntime.objects.count() == 4
+        raise RuntimeError("database went away")
 
-    def fails_on_the_third(**fields: Any) -> Job:
-        if len(made) == 2:
-            raise RuntimeError("database went away")
-        job = real(**fields)
-        made.append(job.pk)
-        return job
-
-    monkeypatch.setattr(arrays, "submit_job", fails_on_the_third)
+    monkeypatch.setattr(JobEvent.objects, "bulk_create", fails)
     client = api(researcher_a)
     client.raise_request_exception = False
 
     response = post(client, job_body(array=4))
 
     assert response.status_code == 500
-    assert len(made) == 2
+    monkeypatch.setattr(JobEvent.objects, "bulk_create", real)
     assert not Job.objects.exists()
+    assert not JobRuntime.objects.exists()
     assert not JobEvent.objects.exists()
+
+
+def test_a_large_array_is_written_in_a_few_statements_not_a_few_per_job(
+    api: Api, researcher_a: User, job_body: Body
+) -> None:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    client = api(researcher_a)
+    assert post(client, job_body(array=2)).status_code == 201  # the catalog is cached
+
+    def queries(size: int) -> int:
+        with CaptureQueriesContext(connection) as seen:
+            assert post(client, job_body(array=size)).status_code == 201
+        return len(seen.captured_queries)
+
+    small, large = queries(3), queries(1_200)
+    # batches of rows (500 on PostgreSQL; SQLite's limit on parameters makes them smaller),
+    # where one job alone takes five statements
+    assert large - small < 1_200 / 10
+    assert Job.objects.filter(array_index=1_199).count() == 1
+    assert JobEvent.objects.filter(kind="submitted").count() == 2 + 3 + 1_200
 
 
 def test_a_retried_array_with_the_same_idempotency_key_creates_it_once(
