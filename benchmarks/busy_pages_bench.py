@@ -317,6 +317,7 @@ def main(argv: list[str] | None = None) -> int:
     folder = Path(os.environ.get("TMPDIR", "/tmp")) / "busy-pages-bench"
     folder.mkdir(parents=True, exist_ok=True)
     results: dict[tuple[str, str], list[float]] = {}
+    cpu: dict[tuple[str, str], list[tuple[float, float]]] = {}
     for number in range(1, args.rounds + 1):
         for label, tree in trees:
             env = dict(os.environ, DATABASE_URL=args.database_url, LOG_LEVEL="WARNING")
@@ -332,15 +333,24 @@ def main(argv: list[str] | None = None) -> int:
                     web = (cpu_seconds(in_group(group)) - web) * 1000 / args.requests
                     server = (cpu_seconds(backends(database)) - server) * 1000 / args.requests
                     results.setdefault((label, name), []).extend(times)
+                    cpu.setdefault((label, name), []).append((web, server))
                     print(
                         f"| {number} | {label} | {name} | {statistics.median(times):,.0f} | "
                         f"{percentile(times, 0.95):,.0f} | {max(times):,.0f} | {web:.1f} | "
                         f"{server:.1f} | {os.getloadavg()[0]:.1f} |",
                         flush=True,
                     )
-    print(f"\nload average at the end {os.getloadavg()[0]:.1f}; p50 ms over all rounds:")
+    print(
+        f"\nload average at the end {os.getloadavg()[0]:.1f}; over all rounds: p50 / p95 ms, "
+        "median of the rounds' web and PostgreSQL CPU ms per request:"
+    )
     for (label, name), times in results.items():
-        print(f"  {label} {name}: {statistics.median(times):,.0f}")
+        web = statistics.median(used[0] for used in cpu[(label, name)])
+        server = statistics.median(used[1] for used in cpu[(label, name)])
+        print(
+            f"  {label} {name}: {statistics.median(times):,.0f} / "
+            f"{percentile(times, 0.95):,.0f}; CPU {web:.1f} + {server:.1f}"
+        )
     return 0
 
 
