@@ -13,8 +13,10 @@ from django.contrib.auth.models import User
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
+from rest_framework import serializers
 from rest_framework.test import APIClient
 
+from queues.api.job_serializers import JobSerializer
 from queues.models import Cluster, Flavor, Job, JobRuntime, Queue
 
 pytestmark = pytest.mark.django_db
@@ -74,3 +76,32 @@ def test_the_jobs_list_reads_a_fixed_number_of_queries_and_rows_as_each_job_read
     assert {row["flavors"][0] for row in page["results"]} == {"a100-80gb"}  # rank order
     owners = {row["owner"] for row in page["results"]}
     assert owners == {researcher_a.username, researcher_b.username}
+
+
+def test_a_jobs_json_is_what_drf_makes_of_its_declared_fields(
+    make_job: Callable[..., Job], researcher_a: User, researcher_b: User, queue_a: Queue,
+    queue_b: Queue, sim_cluster: Cluster, flavor_h100: Flavor,
+) -> None:  # fmt: skip
+    """``JobSerializer.to_representation`` reads each value directly; DRF's generic one reads
+    the declared fields' sources: the same answer, key for key, in the same order."""
+    a100 = Flavor.objects.create(name="a100-80gb", resource="nvidia.com/gpu", gpu_equivalent=1.0)
+    kinds = (make_job, [researcher_a, researcher_b], [queue_a, queue_b], sim_cluster)
+    jobs_of_every_kind(6, *kinds, [a100, flavor_h100])
+    special = make_job(
+        queue=queue_a, owner=researcher_a, name="special", workers=4, min_workers=2,
+        gpus_per_worker=2, topology_level="rack", topology_mode="preferred",
+        estimated_runtime=7200, checkpoint_interval=600, array_id=7, array_index=3,
+        command=["python", "-m", "train"], placement={"n1": 2, "n2": 2},
+        spec={"args": ["--epochs", "3"], "env": [{"name": "A", "value": "1"}], "cpu": "8",
+              "labels": {"x": "y"}, "host_network": True},
+    )  # fmt: skip
+    Job.objects.create(  # no runtime row, no flavors
+        queue=queue_b, owner=researcher_b, name="bare", image="busybox",
+        service_class=special.service_class,
+    )  # fmt: skip
+    generic = serializers.ModelSerializer.to_representation
+    for jobs in (Job.objects.listed_with_clusters(), Job.objects.all()):
+        for job in jobs:
+            direct = JobSerializer(job).data
+            assert list(direct.items()) == list(generic(JobSerializer(), job).items()), job.name
+    assert JobSerializer(special).data["placement"] == {"n1": 2, "n2": 2}
