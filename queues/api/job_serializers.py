@@ -194,6 +194,9 @@ class JobSerializer(serializers.ModelSerializer[Job]):
         return field.to_representation
 
     def get_flavors(self, job: Job) -> list[str]:
+        ranked = getattr(job, "ranked_flavors", None)  # read by Job.objects.listed
+        if ranked is not None:
+            return [name for _, name in ranked]
         links = sorted(job.flavor_links.all(), key=lambda link: link.rank)  # prefetched
         return [link.flavor.name for link in links]
 

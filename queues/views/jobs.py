@@ -184,12 +184,12 @@ def _row(job: Job, now: datetime, cost: str) -> dict[str, Any]:
     so far or until the job started, the runtime so far or until it ended (wall-clock)."""
     runtime = getattr(job, "runtime", None)
     holding = job.state in ("admitted", "running", "preempted")
-    links = job.flavor_links.all()  # ranked, with their flavor (Job.objects.listed)
+    ranked = job.ranked_flavors  # (id, name), most preferred first (Job.objects.listed)
     if holding and runtime is not None and runtime.flavor_id is not None:
-        admitted = [link.flavor for link in links if link.flavor_id == runtime.flavor_id]
-        gpu_type = (admitted[0] if admitted else runtime.flavor).name  # one of its, in practice
+        admitted = [name for pk, name in ranked if pk == runtime.flavor_id]
+        gpu_type = admitted[0] if admitted else runtime.flavor.name  # one of its, in practice
     else:
-        gpu_type = " or ".join(link.flavor.name for link in links)
+        gpu_type = " or ".join(name for _, name in ranked)
     end = job.finished_at or now
     if job.started_at is not None:
         wait = (job.started_at - job.submitted_at).total_seconds()
