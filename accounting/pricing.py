@@ -44,25 +44,35 @@ def mig_parents(flavors: Iterable[Flavor]) -> dict[str, str]:
     return {f.name: whole[f.gpu_model] for f in flavors if f.is_mig and f.gpu_model in whole}
 
 
-def load_price_list() -> rating.PriceList:
-    """Every price and multiplier row, with the service classes' defaults before their rows."""
+def load_price_list(
+    flavors: Iterable[Flavor] | None = None, service_classes: Iterable[ServiceClass] | None = None
+) -> rating.PriceList:
+    """Every price and multiplier row, with the service classes' defaults before their rows.
+    ``flavors`` and ``service_classes``: every flavor and class, when the caller has read them
+    already (else they are read here)."""
+    flavors = list(Flavor.objects.all() if flavors is None else flavors)
+    classes = list(ServiceClass.objects.all() if service_classes is None else service_classes)
+    flavor_names = {flavor.pk: flavor.name for flavor in flavors}
+    class_names = {service_class.pk: service_class.name for service_class in classes}
     unit = currency()
     prices = tuple(
         rating.FlavorPrice(
-            flavor=row.flavor.name,
+            flavor=flavor_names[row.flavor_id],
             price_per_unit_hour=row.price_per_unit_hour,
             effective_from=row.effective_from,
             currency=row.currency,
         )
-        for row in FlavorPrice.objects.select_related("flavor")
+        for row in FlavorPrice.objects.all()
     )
-    rows = list(ClassMultiplier.objects.select_related("service_class"))
+    rows = list(ClassMultiplier.objects.all())
     multipliers = [
-        rating.ClassMultiplier(row.service_class.name, row.multiplier, row.effective_from)
+        rating.ClassMultiplier(
+            class_names[row.service_class_id], row.multiplier, row.effective_from
+        )
         for row in rows
     ]
-    starts = {(row.service_class.name, row.effective_from) for row in rows}
-    for service_class in ServiceClass.objects.all():
+    starts = {(class_names[row.service_class_id], row.effective_from) for row in rows}
+    for service_class in classes:
         if (service_class.name, BEGINNING) not in starts:
             multipliers.append(
                 rating.ClassMultiplier(
@@ -73,7 +83,7 @@ def load_price_list() -> rating.PriceList:
         currency=unit,
         prices=prices,
         multipliers=tuple(multipliers),
-        mig_parents=mig_parents(Flavor.objects.all()),
+        mig_parents=mig_parents(flavors),
     )
 
 

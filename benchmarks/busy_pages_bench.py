@@ -14,13 +14,16 @@ each at a moment of its own. Each tree's gunicorn (``--web-workers``
 sync workers, that tree's code and interpreter) serves the same database in turn; for each URL
 ``--concurrency`` client threads GET it ``--requests`` times in all (after one warm-up GET per
 thread) and the median, p95 and max latency are printed, rounds alternating between the trees
-so both see the same machine load. The admin's token reads the REST API, the admin's session
-the HTML page.
+so both see the same machine load, with the CPU the requests cost (user and system time of
+gunicorn's processes and of the local PostgreSQL server's processes serving the database, per
+request: what latency on a machine shared with other work hides) and the load average. The
+admin's token reads the REST API, the admin's session the HTML page.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import random
 import statistics
@@ -33,6 +36,7 @@ from datetime import timedelta
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -219,6 +223,55 @@ def hammer(
     return times
 
 
+def _processes() -> list[tuple[int, bytes]]:
+    """(pid, command line) of every process this user may read."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):  # gone meanwhile
+                found.append((int(entry.name), (entry / "cmdline").read_bytes()))
+    return found
+
+
+def in_group(group: int) -> list[int]:
+    """The processes of process group ``group`` (gunicorn's arbiter and its workers)."""
+    pids = []
+    for pid, _ in _processes():
+        try:
+            if os.getpgid(pid) == group:
+                pids.append(pid)
+        except OSError:
+            pass
+    return pids
+
+
+def backends(database: str) -> list[int]:
+    """The local PostgreSQL server's processes serving ``database`` (none when it is remote):
+    their title is "postgres: [cluster: ]user database host(port) state"."""
+    pids = []
+    for pid, line in _processes():
+        words = line.rstrip(b"\0 ").split(b" ")
+        if words[0] != b"postgres:":
+            continue
+        host = next((i for i, w in enumerate(words) if b"(" in w or w == b"[local]"), 0)
+        if host > 1 and words[host - 1] == database.encode():
+            pids.append(pid)
+    return pids
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    """User and system CPU seconds the processes used so far (the CPU a request costs, which
+    the latency of a machine shared with other work hides)."""
+    total = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
 def percentile(values: list[float], share: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
@@ -256,10 +309,15 @@ def main(argv: list[str] | None = None) -> int:
     trees: list[tuple[str, Path]] = [("this", ROOT)]
     if args.against is not None:
         trees.insert(0, ("against", args.against.resolve()))
-    print("| round | tree | URL | p50 ms | p95 ms | max ms |\n|---|---|---|---|---|---|")
+    print(
+        "| round | tree | URL | p50 ms | p95 ms | max ms | web CPU ms/req | PostgreSQL CPU ms/req "
+        "| load |\n|---|---|---|---|---|---|---|---|---|"
+    )
+    database = urlsplit(args.database_url).path.lstrip("/")
     folder = Path(os.environ.get("TMPDIR", "/tmp")) / "busy-pages-bench"
     folder.mkdir(parents=True, exist_ok=True)
     results: dict[tuple[str, str], list[float]] = {}
+    cpu: dict[tuple[str, str], list[tuple[float, float]]] = {}
     for number in range(1, args.rounds + 1):
         for label, tree in trees:
             env = dict(os.environ, DATABASE_URL=args.database_url, LOG_LEVEL="WARNING")
@@ -267,17 +325,32 @@ def main(argv: list[str] | None = None) -> int:
             python = tree / ".venv" / "bin" / "python"
             with Stack(env, folder) as stack:
                 base = _start_web(stack, tree, python, args.web_workers)
+                group = stack.children["web"].pid  # gunicorn's session: its workers too
                 for name, path, auth in URLS:
+                    hammer(base, path, auth, credentials, args.concurrency, args.concurrency)
+                    web, server = cpu_seconds(in_group(group)), cpu_seconds(backends(database))
                     times = hammer(base, path, auth, credentials, args.concurrency, args.requests)
+                    web = (cpu_seconds(in_group(group)) - web) * 1000 / args.requests
+                    server = (cpu_seconds(backends(database)) - server) * 1000 / args.requests
                     results.setdefault((label, name), []).extend(times)
+                    cpu.setdefault((label, name), []).append((web, server))
                     print(
                         f"| {number} | {label} | {name} | {statistics.median(times):,.0f} | "
-                        f"{percentile(times, 0.95):,.0f} | {max(times):,.0f} |",
+                        f"{percentile(times, 0.95):,.0f} | {max(times):,.0f} | {web:.1f} | "
+                        f"{server:.1f} | {os.getloadavg()[0]:.1f} |",
                         flush=True,
                     )
-    print(f"\nload average at the end {os.getloadavg()[0]:.1f}; p50 ms over all rounds:")
+    print(
+        f"\nload average at the end {os.getloadavg()[0]:.1f}; over all rounds: p50 / p95 ms, "
+        "median of the rounds' web and PostgreSQL CPU ms per request:"
+    )
     for (label, name), times in results.items():
-        print(f"  {label} {name}: {statistics.median(times):,.0f}")
+        web = statistics.median(used[0] for used in cpu[(label, name)])
+        server = statistics.median(used[1] for used in cpu[(label, name)])
+        print(
+            f"  {label} {name}: {statistics.median(times):,.0f} / "
+            f"{percentile(times, 0.95):,.0f}; CPU {web:.1f} + {server:.1f}"
+        )
     return 0
 
 

@@ -257,12 +257,13 @@ class JobViewSet(
     ordering = ["-submitted_at", "-id"]
 
     def get_queryset(self) -> QuerySet[Job]:
-        return (
-            Job.objects.visible_to(self.request.user)
-            .select_related("queue__team", "owner", "service_class", "cluster", "runtime")
-            .prefetch_related(
-                Prefetch("flavor_links", queryset=JobFlavor.objects.select_related("flavor"))
-            )
+        jobs = Job.objects.visible_to(self.request.user)
+        if self.action == "list":
+            return jobs.listed_with_clusters()
+        return jobs.select_related(
+            "queue__team", "owner", "service_class", "cluster", "runtime"
+        ).prefetch_related(
+            Prefetch("flavor_links", queryset=JobFlavor.objects.select_related("flavor"))
         )
 
     def get_serializer_class(self) -> type[BaseSerializer[Any]]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shlex
+from collections.abc import Iterator
 from datetime import datetime, time
 from functools import partial
 from typing import Any
@@ -12,10 +13,13 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.paginator import Paginator
-from django.db.models import Prefetch
+from django.forms.models import ModelChoiceIterator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.template.defaultfilters import date as date_filter
+from django.urls import reverse
 from django.utils import timezone
+from django.utils.timezone import template_localtime
 from django.views.decorators.http import require_POST
 
 from accounting import rating
@@ -29,7 +33,6 @@ from queues.models import (
     IllegalTransition,
     Job,
     JobEvent,
-    JobFlavor,
     JobRuntime,
     Queue,
     ServiceClass,
@@ -45,6 +48,7 @@ from queues.services.worker_logs import (
     job_logs,
     parse_log_query,
 )
+from queues.templatetags.ui import duration
 
 PAGE_SIZE = 50
 LIVE_SECONDS = 10  # the job page and the list follow the scheduler (static/js/live.js)
@@ -60,21 +64,35 @@ SORTS = {
 DEFAULT_SORT = "-submitted"
 
 
+class _PlainChoices(ModelChoiceIterator):
+    """A select's options read in one plain query: Django's own iterator reads them through
+    ``QuerySet.iterator()``, on PostgreSQL a server-side cursor (DECLARE, FETCH and CLOSE: three
+    round trips) for a handful of rows."""
+
+    def __iter__(self) -> Iterator[tuple[Any, str]]:
+        if self.field.empty_label is not None:
+            yield ("", self.field.empty_label)
+        for obj in self.queryset.all():
+            yield self.choice(obj)
+
+
+class _ChoiceField(forms.ModelChoiceField):
+    iterator = _PlainChoices
+
+
 class JobFilterForm(forms.Form):
     scope = forms.ChoiceField(
         choices=[("team", "My teams' jobs"), ("mine", "My jobs")], required=False
     )
     state = forms.ChoiceField(choices=[("", "any state"), *Job.State.choices], required=False)
-    queue = forms.ModelChoiceField(
-        queryset=Queue.objects.none(), required=False, empty_label="any queue"
-    )
-    service_class = forms.ModelChoiceField(
+    queue = _ChoiceField(queryset=Queue.objects.none(), required=False, empty_label="any queue")
+    service_class = _ChoiceField(
         queryset=ServiceClass.objects.all(), required=False, empty_label="any class",
         label="Class",
     )  # fmt: skip
 
     owner = forms.CharField(required=False, label="Owner", max_length=150)
-    flavor = forms.ModelChoiceField(
+    flavor = _ChoiceField(
         queryset=Flavor.objects.all(), required=False, empty_label="any GPU type",
         label="GPU type",
     )  # fmt: skip
@@ -125,24 +143,14 @@ def job_list(request: HttpRequest) -> HttpResponse:
         if data.get("submitted_to"):
             jobs = jobs.filter(submitted_at__lte=_utc(data["submitted_to"], time.max))
     sort, order = _order(request.GET.get("sort", DEFAULT_SORT))
-    jobs = (
-        jobs.select_related("queue__team", "owner", "service_class", "runtime__flavor")
-        .prefetch_related(
-            Prefetch(
-                "flavor_links",
-                queryset=JobFlavor.objects.select_related("flavor").order_by("rank"),
-                to_attr="ranked_flavors",
-            )
-        )
-        .order_by(*order)
-    )
+    jobs = jobs.listed().order_by(*order)
     page = Paginator(jobs, PAGE_SIZE).get_page(request.GET.get("page"))
     now = timezone.now()
     try:
         costs = costs_so_far([job.pk for job in page], now)
     except RatingError:  # a flavor without a price: the job page says which
         costs = {}
-    rows = [(job, _times(job, now) | {"cost": _cost_text(costs.get(job.pk))}) for job in page]
+    rows = [_row(job, now, _cost_text(costs.get(job.pk))) for job in page]
     params = request.GET.copy()
     params.pop("page", None)
     return render(
@@ -169,23 +177,45 @@ def _utc(day: Any, at: time) -> datetime:
     return datetime.combine(day, at, tzinfo=timezone.get_current_timezone())
 
 
-def _times(job: Job, now: datetime) -> dict[str, Any]:
-    """The list's columns a job's timestamps give: its GPU type (the admitted one, else its
-    choices in order), the wait (so far, or until it started) and the runtime (so far, or until
-    it ended), in wall-clock seconds."""
+def _row(job: Job, now: datetime, cost: str) -> dict[str, Any]:
+    """One row of the list, each cell's text made here: the template only prints plain values
+    (looking names up through model instances, each lookup first tried as a key, was most of the
+    page's rendering). The GPU type is the admitted one, else the choices in order; the wait is
+    so far or until the job started, the runtime so far or until it ended (wall-clock)."""
     runtime = getattr(job, "runtime", None)
     holding = job.state in ("admitted", "running", "preempted")
-    if holding and runtime is not None and runtime.flavor is not None:
-        gpu_type = runtime.flavor.name
+    ranked = job.ranked_flavors  # (id, name), most preferred first (Job.objects.listed)
+    if holding and runtime is not None and runtime.flavor_id is not None:
+        admitted = [name for pk, name in ranked if pk == runtime.flavor_id]
+        gpu_type = admitted[0] if admitted else runtime.flavor.name  # one of its, in practice
     else:
-        gpu_type = " or ".join(link.flavor.name for link in getattr(job, "ranked_flavors", []))
+        gpu_type = " or ".join(name for _, name in ranked)
     end = job.finished_at or now
     if job.started_at is not None:
         wait = (job.started_at - job.submitted_at).total_seconds()
         ran: float | None = max(0.0, (end - job.started_at).total_seconds())
     else:
         wait, ran = (end - job.submitted_at).total_seconds(), None
-    return {"gpu_type": gpu_type, "wait": max(0.0, wait), "runtime": ran}
+    submitted = template_localtime(job.submitted_at)
+    return {
+        "url": reverse("job-detail", args=[job.pk]),
+        "pk": job.pk,
+        "name": job.name,
+        "queue": f"{job.queue.team.name}/{job.queue.name}",
+        "owner": job.owner.get_username(),
+        "service_class": job.service_class.name,
+        "state": job.state,
+        "state_label": job.get_state_display(),
+        "workers": job.workers,
+        "gpus_per_worker": job.gpus_per_worker,
+        "gpu_type": gpu_type,
+        "wait": duration(max(0.0, wait)) + (" so far" if job.state == "pending" else ""),
+        "runtime": "—" if ran is None else duration(ran),
+        "preemption_count": job.preemption_count,
+        "cost": cost,
+        "submitted_iso": date_filter(submitted, "c"),
+        "submitted": date_filter(submitted, "Y-m-d H:i"),
+    }
 
 
 def _placement(job: Job) -> list[dict[str, Any]]:

@@ -13,7 +13,7 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from queues.models import Cluster, Flavor, Job, Queue, ServiceClass
+from queues.models import Cluster, Flavor, Job, JobRuntime, Queue, ServiceClass
 
 pytestmark = pytest.mark.django_db
 
@@ -63,3 +63,23 @@ def test_jobs_list_filters_by_owner_gpu_type_and_submission_day(
     assert names(submitted_from=today.isoformat()) == {"mine", "other"}
     assert names(submitted_to=(today - timedelta(days=2)).isoformat()) == {"old"}
     assert mine.pk and flavor_h100.pk and service_class_std.pk
+
+
+def test_jobs_list_shows_the_admitted_gpu_type_else_the_choices_in_order(
+    client: Client, researcher_a: User, queue_a: Queue, flavor_h100: Flavor,
+    sim_cluster: Cluster, make_job: Callable[..., Job],
+) -> None:  # fmt: skip
+    a100 = Flavor.objects.create(name="a100-80gb", resource="nvidia.com/gpu", gpu_equivalent=1.0)
+    running = make_job(queue=queue_a, owner=researcher_a, name="running", state="running")
+    waiting = make_job(queue=queue_a, owner=researcher_a, name="waiting")
+    for job in (running, waiting):
+        job.set_acceptable_flavors([a100, flavor_h100])
+    JobRuntime.objects.create(job=running, flavor=flavor_h100)  # admitted on its second choice
+    JobRuntime.objects.create(job=waiting)
+    Job.objects.filter(pk=running.pk).update(cluster=sim_cluster, started_at=timezone.now())
+    client.force_login(researcher_a)
+    html = client.get(reverse("jobs")).content.decode()
+    row = html[html.index(f"#{running.pk}</span>") :].split("</tr>")[0]
+    assert "<td>h100</td>" in row
+    row = html[html.index(f"#{waiting.pk}</span>") :].split("</tr>")[0]
+    assert "<td>a100-80gb or h100</td>" in row
