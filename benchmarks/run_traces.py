@@ -75,12 +75,12 @@ SCENARIOS: dict[str, dict[str, Any]] = {
     },
     # All ten ITP clusters as tenants, day 20: ~3,100 jobs, cluster sized for load 0.9.
     "itp": {"start": 20 * DAY, "end": 21 * DAY, "load": 0.9},
-    # Two more set-ups, not tuned to (issue 21): four other Philly VCs on another day, and
-    # another ITP day on a cluster sized for full load.
+    # Two more set-ups, not tuned to (issue 21): the same Philly VCs on another busy day (day
+    # 60), and another ITP day on a cluster sized for full load.
     "philly-b": {
-        "vcs": ["11cb48", "b436b2", "6c71a0", "0e4a51"],
-        "start": 40 * DAY,
-        "end": 41 * DAY,
+        "vcs": ["6214e9", "7f04ca", "ee9e8c", "e13805"],
+        "start": 60 * DAY,
+        "end": 61 * DAY,
         "quota_scale": 0.125,
         "noise": 0.5,
     },
