@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Literal
 
 from gpusched.engine import explain
-from gpusched.engine.backfill import find_reservation, limited_free
+from gpusched.engine.backfill import find_reservation
 from gpusched.engine.context import build_context
 from gpusched.engine.explain import PendingInfo
 from gpusched.engine.explain_pass import explain_pending
@@ -132,13 +132,12 @@ class _Cycle:
             if failed_at is not None and least >= failed_at:
                 first = _first_reason(first, self._capacity_reason(job, flavor), flavor)
                 continue
-            free = ctx.cap.free_of(flavor)
-            if at_reservation and reservation is not None:
-                free = limited_free(free, reservation)
+            # a long job may take only the reservation's spare GPUs on the reserved nodes
+            spare = reservation.spare if at_reservation and reservation is not None else None
             first_fit = self.policy.first_fit
             only = job.clusters or None
             placement = place(
-                ctx.cap, flavor, want, least, gpus, job.topology, free, first_fit, only
+                ctx.cap, flavor, want, least, gpus, job.topology, None, first_fit, only, spare
             )
             if placement is None:
                 placement_failed[shape] = least
