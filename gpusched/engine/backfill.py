@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 
 from gpusched.engine.context import CycleContext, Reservation
 from gpusched.engine.model import PendingJob
-from gpusched.engine.placement import place
+from gpusched.engine.placement import capped, place
 
 MAX_PLACEMENT_ATTEMPTS = 24  # bound on trial placements while looking for the start time
 
@@ -122,11 +122,7 @@ def find_reservation(ctx: CycleContext, job: PendingJob, flavors: list[str]) -> 
 
 def limited_free(free: Mapping[int, int], reservation: Reservation) -> dict[int, int]:
     """``free`` with the reserved nodes capped at what a long job may take there."""
-    view = dict(free)
-    for i, spare in reservation.spare.items():
-        if i in view:
-            view[i] = max(0, min(view[i], spare))
-    return view
+    return capped(free, reservation.spare)
 
 
 def reserved_job_end(

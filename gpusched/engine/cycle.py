@@ -16,13 +16,10 @@ from itertools import chain
 from typing import Literal
 
 from gpusched.engine import explain, reaccount
-from gpusched.engine.backfill import (
-    find_reservation,
-    limited_free,
-    reserved_job_end,
-)
+from gpusched.engine.backfill import find_reservation
 from gpusched.engine.context import build_context
 from gpusched.engine.explain import PendingInfo
+from gpusched.engine.explain_pass import explain_pending
 from gpusched.engine.fair_order import FairOrder
 from gpusched.engine.gcpause import cyclic_gc_paused
 from gpusched.engine.growth import grow
@@ -42,7 +39,6 @@ from gpusched.engine.policies import Policy, get_policy
 from gpusched.engine.preemption import PreemptionPlan, candidates, plan_preemption
 from gpusched.engine.ranking import JobFacts
 from gpusched.engine.running import DEFAULT_CLASS, RunningJob
-from gpusched.engine.start_estimates import estimated_start
 from gpusched.engine.state import EngineState
 
 MAX_FAILED_PREEMPTIONS = 8  # bound on fruitless preemption searches per cycle
@@ -138,13 +134,12 @@ class _Cycle:
             if failed_at is not None and least >= failed_at:
                 first = _first_reason(first, self._capacity_reason(job, flavor), flavor)
                 continue
-            free = ctx.cap.free_of(flavor)
-            if at_reservation and reservation is not None:
-                free = limited_free(free, reservation)
+            # a long job may take only the reservation's spare GPUs on the reserved nodes
+            spare = reservation.spare if at_reservation and reservation is not None else None
             first_fit = self.policy.first_fit
             only = job.clusters or None
             placement = place(
-                ctx.cap, flavor, want, least, gpus, job.topology, free, first_fit, only
+                ctx.cap, flavor, want, least, gpus, job.topology, None, first_fit, only, spare
             )
             if placement is None:
                 placement_failed[shape] = least
@@ -382,72 +377,6 @@ class _Cycle:
         self.memo.state_changed()
         ctx.reservation = find_reservation(ctx, job, flavors)
 
-    # -- explanations --------------------------------------------------------------------------
-    def explain_pending(self, ranked: list[JobFacts], pending: set[str]) -> None:
-        ctx = self.ctx
-        borrowing_shapes = None if self.policy.fifo_order else self.ranker.borrowing_shapes
-        quota = ctx.quota
-        position: dict[str, int] = {}
-        schedules: dict[str, list[tuple[float, int, int, str]]] = {}
-        free_of: dict[str, tuple[int, int]] = {}
-        reservation = ctx.reservation
-        reserved_end = reserved_job_end(ctx, (f.job for f in ranked), reservation)
-        for facts in ranked:
-            job = facts.job
-            if job.name not in pending:
-                continue
-            place_in_queue = position.get(job.queue, 0) + 1
-            position[job.queue] = place_in_queue
-            flavor = job.flavors[0] if job.flavors else ""
-            reason, flavor = self.blocked_reason.get(job.name, (explain.CAPACITY, flavor))
-            blocker = ""
-            if (
-                self.head_blocker is not None
-                and job.name != self.head_blocker
-                and (reason not in explain.NEVER and job.name not in self.blocked_reason)
-            ):
-                reason, blocker = explain.HEAD_OF_LINE, self.head_blocker
-            estimate: float | None = None
-            reserved = reservation is not None and reservation.job == job.name
-            if reservation is not None and reserved:
-                estimate = reservation.start
-            else:
-                if reason == explain.BEHIND_RESERVATION and reservation is not None:
-                    blocker = reservation.job
-                estimate = estimated_start(ctx, schedules, job, reason, flavor, reserved_end)
-            need = (job.min_workers or job.workers) * job.gpus_per_worker
-            if flavor not in free_of:
-                free_of[flavor] = (ctx.cap.free_total(flavor), ctx.cap.largest_block(flavor))
-            free_total, largest = free_of[flavor]
-            limits = quota.limits(job.queue, flavor)
-            pool_size, pool_used = quota.pool_numbers(job.queue, flavor)
-            self.infos[job.name] = PendingInfo(
-                job=job.name,
-                reason=reason,
-                queue=job.queue,
-                position=place_in_queue,
-                within_nominal=(
-                    None if borrowing_shapes is None else facts.rank_shape not in borrowing_shapes
-                ),
-                flavor=flavor,
-                need=need,
-                used=quota.used(job.queue, flavor),
-                nominal=limits.nominal,
-                limit=limits.limit if limits.limit < (1 << 59) else None,
-                cohort=quota.cohort.get(job.queue),
-                pool_size=pool_size,
-                pool_used=pool_used,
-                free=free_total,
-                largest_block=largest,
-                service_class=job.service_class,
-                topology_level=job.topology.level if job.topology else "",
-                blocker=blocker,
-                estimated_start=estimate,
-                reserved=reserved,
-                preemption=self.policy.preemption,
-                can_borrow=ctx.cls(job.service_class).can_borrow,
-            )
-
     def admit_again(
         self,
         passed: list[JobFacts],
@@ -558,7 +487,10 @@ class _Cycle:
         if policy.elastic_growth:
             self.scales.extend(grow(ctx, self.flavors_waited_for, self.pools_waited_for))
         if self.explain:
-            self.explain_pending(ranked, left)
+            borrowing = None if policy.fifo_order else self.ranker.borrowing_shapes
+            self.infos = explain_pending(
+                ctx, ranked, left, self.blocked_reason, self.head_blocker, borrowing
+            )
         reservation = ctx.reservation
         reserve = None
         if reservation is not None:

@@ -7,9 +7,9 @@ reservation's GPUs withheld) is just another mapping.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from heapq import heappop, heappush
+from heapq import heapify, heappop, heappush
 
 from gpusched.engine.model import Snapshot, Topology
 
@@ -151,9 +151,10 @@ class Capacity:
         self._buckets.pop(flavor, None)
         self._heaps.pop(flavor, None)
 
-    def best_single_node(self, flavor: str, cluster: str, need: int) -> int | None:
-        """The node best fit for ``need`` units: least free that suffices, partly used first,
-        then the lowest index."""
+    def _index(
+        self, flavor: str, cluster: str
+    ) -> tuple[dict[int, set[int]], dict[int, list[tuple[int, int]]]]:
+        """The cluster's nodes of ``flavor`` by free units: as sets, and as heaps."""
         per = self._buckets.setdefault(flavor, {})
         buckets = per.get(cluster)
         if buckets is None:
@@ -170,14 +171,105 @@ class Capacity:
                 heap.sort()  # a sorted list is a heap
             per[cluster] = buckets
             self._heaps.setdefault(flavor, {})[cluster] = entries
-        heaps = self._heaps[flavor][cluster]
+        return buckets, self._heaps[flavor][cluster]
+
+    def best_single_node(
+        self, flavor: str, cluster: str, need: int, spare: Mapping[int, int] | None = None
+    ) -> int | None:
+        """The node best fit for ``need`` units: least free that suffices, partly used first,
+        then the lowest index. ``spare``: nodes with at most that many units free (a
+        reservation's, ``capped``), whatever the free map says."""
+        buckets, heaps = self._index(flavor, cluster)
+        best: tuple[int, int, int] | None = None  # (free, empty, node)
         for value in sorted(v for v, nodes in buckets.items() if v >= need and nodes):
             members = buckets[value]
             heap = heaps[value]
             while heap[0][1] not in members:  # left this bucket since it was pushed
                 heappop(heap)
-            return heap[0][1]
-        return None
+            if not spare or heap[0][1] not in spare:
+                best = (value, *heap[0])
+                break
+            # its best node is capped: the best of the others (capped nodes come below)
+            others = [e for e in heap if e[1] in members and e[1] not in spare]
+            if others:
+                best = (value, *min(others))
+                break
+        if spare:
+            free = self.free_of(flavor)
+            for i, most in spare.items():
+                now = free.get(i)
+                if now is None or i not in buckets.get(now, ()):
+                    continue  # not a node of this cluster and flavor
+                value = max(0, min(now, most))
+                if value >= need:
+                    key = (value, 0 if value < self.capacity[i].get(flavor, 0) else 1, i)
+                    if best is None or key < best:
+                        best = key
+        return best[2] if best is not None else None
+
+    def _in_order(
+        self, flavor: str, cluster: str, values: Sequence[int]
+    ) -> Iterator[tuple[int, int]]:
+        """The nodes with these free units, as (0: partly used / 1: empty, node index), in
+        that order: a walk down their heaps, smallest first, skipping entries that left."""
+        buckets, heaps = self._index(flavor, cluster)
+        todo: list[tuple[tuple[int, int], int, int]] = []  # (entry, value, position)
+        for value in values:
+            heap = heaps.get(value)
+            if heap:
+                todo.append((heap[0], value, 0))
+        heapify(todo)
+        seen: set[int] = set()
+        while todo:
+            entry, value, at = heappop(todo)
+            heap = heaps[value]
+            for child in (2 * at + 1, 2 * at + 2):
+                if child < len(heap):
+                    heappush(todo, (heap[child], value, child))
+            node = entry[1]
+            if node in buckets[value] and node not in seen:
+                seen.add(node)
+                yield entry
+
+    def pack(self, flavor: str, cluster: str, want: int, least: int, g: int) -> Workers | None:
+        """What ``_pack`` places (best fit) on the live free map, read from the index: the
+        nodes with most slots taken whole (partly used first, then the lowest index) while the
+        rest is more than a node's slots, then the rest on the best single node left."""
+        buckets = self._index(flavor, cluster)[0]
+        levels: dict[int, list[int]] = {}  # slots per node -> the free units giving them
+        total = 0
+        for value, members in buckets.items():
+            if value >= g and members:
+                slots = value // g
+                levels.setdefault(slots, []).append(value)
+                total += slots * len(members)
+        if total < least:
+            return None
+        remaining = min(want, total)
+        out: Workers = {}
+        for slots in sorted(levels, reverse=True):
+            if slots >= remaining:
+                break
+            for _empty, node in self._in_order(flavor, cluster, levels[slots]):
+                if slots >= remaining:
+                    break  # this node and the next ones can hold the rest
+                out[node] = slots
+                remaining -= slots
+            else:
+                continue  # every node of this many slots taken whole
+            break
+        need = remaining * g
+        for value in sorted(v for v, nodes in buckets.items() if v >= need and nodes):
+            for _empty, node in self._in_order(flavor, cluster, (value,)):
+                if node not in out:
+                    out[node] = remaining
+                    return out
+        raise AssertionError("the slots counted hold the rest")
+
+    def candidates(self, flavor: str, cluster: str, units: int) -> list[int]:
+        """The cluster's nodes of ``flavor`` with at least ``units`` free, in no order."""
+        buckets = self._index(flavor, cluster)[0]
+        return [i for value, nodes in buckets.items() if value >= units for i in nodes]
 
     def largest_block(self, flavor: str) -> int:
         free = self.free.get(flavor)
@@ -253,7 +345,11 @@ def _pack(
     return out
 
 
-def _leftover(workers: Workers, g: int, free: Mapping[int, int]) -> int:
+def _leftover(
+    workers: Workers, g: int, free: Mapping[int, int], spare: Mapping[int, int] | None
+) -> int:
+    if spare:
+        free = capped(free, spare, list(workers))
     return sum(free.get(i, 0) - w * g for i, w in workers.items())
 
 
@@ -281,6 +377,18 @@ def domain_groups(
     return groups
 
 
+def capped(
+    free: Mapping[int, int], spare: Mapping[int, int], nodes: Sequence[int] | None = None
+) -> dict[int, int]:
+    """``free`` with the nodes of ``spare`` capped at its units (a reservation's spare: what a
+    job still running at its start may take there); only ``nodes``' when given."""
+    view = dict(free) if nodes is None else {i: free.get(i, 0) for i in nodes}
+    for i, most in spare.items():
+        if i in view:
+            view[i] = max(0, min(view[i], most))
+    return view
+
+
 def place_in_cluster(
     cap: Capacity,
     cluster: str,
@@ -291,25 +399,36 @@ def place_in_cluster(
     topology: Topology | None,
     free: Mapping[int, int],
     first_fit: bool = False,
+    spare: Mapping[int, int] | None = None,
 ) -> Workers | None:
+    """Between ``least`` and ``want`` workers of ``g`` units in ``cluster`` (docs/SCHEDULING.md
+    section 3); ``spare``: nodes with at most that many units free (see ``capped``)."""
     nodes = cap.nodes.get(flavor, {}).get(cluster)
     if not nodes:
         return None
-    if topology is None and not first_fit and want == least and free is cap.free.get(flavor):
-        # fast path on the live free map: one node that holds the whole gang, if any
-        single = cap.best_single_node(flavor, cluster, want * g)
-        if single is not None:
-            return {single: want}
-        if want == 1:
-            return None
+    if topology is None and not first_fit and free is cap.free.get(flavor):
+        # on the live free map, the kept index finds the nodes that can take a worker
+        if want == least:  # one node that holds the whole gang, if any
+            single = cap.best_single_node(flavor, cluster, want * g, spare)
+            if single is not None:
+                return {single: want}
+            if want == 1:
+                return None
+        if not spare:
+            return cap.pack(flavor, cluster, want, least, g)
+        nodes = cap.candidates(flavor, cluster, g)  # the packing leaves out the others
+        return _pack(nodes, want, least, g, capped(free, spare, nodes), cap.capacity, flavor, False)
+    if spare:
+        free = capped(free, spare)
     if topology is None or topology.level not in cap.domain:
         return _pack(nodes, want, least, g, free, cap.capacity, flavor, first_fit)
     groups = domain_groups(cap, cluster, flavor, topology)
+    slots = _domain_slots(cap, cluster, flavor, topology, g, free, groups)
     # one domain: the largest size that fits anywhere, then the tightest domain
     sized: list[tuple[int, int, int, DomainKey]] = []
-    for key, members in groups.items():
-        s = sum(free.get(i, 0) // g for i in members)
+    for key, s in slots.items():
         if s >= least:
+            members = groups[key]
             used_domain = any(free.get(i, 0) < cap.capacity[i].get(flavor, 0) for i in members)
             sized.append((s, sum(free.get(i, 0) for i in members), 0 if used_domain else 1, key))
     if sized:
@@ -325,25 +444,53 @@ def place_in_cluster(
             return _pack(groups[best_key], size, size, g, free, cap.capacity, flavor, first_fit)
     if topology.required:
         return None
-    # preferred: as few domains as possible, fullest first
-    order = sorted(groups.items(), key=lambda kv: -sum(free.get(i, 0) // g for i in kv[1]))
-    total = sum(sum(free.get(i, 0) // g for i in m) for _, m in order)
+    # preferred: as few domains as possible, fullest first (then in the domains' order)
+    total = sum(slots.values())
     if total < least:
         return None
+    position = {key: n for n, key in enumerate(groups)}
     remaining = min(want, total)
     out: Workers = {}
-    for _key, members in order:
-        s = sum(free.get(i, 0) // g for i in members)
+    for key in sorted(slots, key=lambda k: (-slots[k], position[k])):
+        s = slots[key]
         if s == 0:
             continue
         take = min(s, remaining)
-        part = _pack(members, take, take, g, free, cap.capacity, flavor, first_fit)
+        part = _pack(groups[key], take, take, g, free, cap.capacity, flavor, first_fit)
         if part:
             out.update(part)
             remaining -= take
         if remaining == 0:
             break
     return out
+
+
+def _domain_slots(
+    cap: Capacity,
+    cluster: str,
+    flavor: str,
+    topology: Topology,
+    g: int,
+    free: Mapping[int, int],
+    groups: dict[DomainKey, list[int]],
+) -> dict[DomainKey, int]:
+    """Workers of ``g`` units each domain of ``groups`` has room for; on the live free map
+    only the domains with room, counted from the nodes the index says have room."""
+    if free is not cap.free.get(flavor):
+        return {key: sum(free.get(i, 0) // g for i in members) for key, members in groups.items()}
+    domain_of = cap.domain[topology.level]
+    slots: dict[DomainKey, int] = {}
+    for i in cap.candidates(flavor, cluster, g):
+        d = domain_of[i]
+        key: DomainKey
+        if d is not None:
+            key = d
+        elif topology.required:
+            continue
+        else:
+            key = ("", i)
+        slots[key] = slots.get(key, 0) + free.get(i, 0) // g
+    return slots
 
 
 def place(
@@ -356,19 +503,23 @@ def place(
     free: Mapping[int, int] | None = None,
     first_fit: bool = False,
     clusters: Sequence[str] | None = None,
+    spare: Mapping[int, int] | None = None,
 ) -> Placement | None:
-    """Best placement over all clusters: most workers, least fragmentation, price, name."""
+    """Best placement over all clusters: most workers, least fragmentation, price, name.
+    ``spare``: nodes with at most that many units free (see ``capped``)."""
     free_map = cap.free_of(flavor) if free is None else free
+    if spare and (free_map is not cap.free.get(flavor) or topology is not None or first_fit):
+        free_map, spare = capped(free_map, spare), None  # read whole: capped once
     best: Placement | None = None
     best_key: tuple[int, int, float, str] | None = None
     for cluster in clusters if clusters is not None else sorted(cap.nodes.get(flavor, {})):
         workers = place_in_cluster(
-            cap, cluster, flavor, want, least, g, topology, free_map, first_fit
+            cap, cluster, flavor, want, least, g, topology, free_map, first_fit, spare
         )
         if not workers:
             continue
         count = sum(workers.values())
-        left = _leftover(workers, g, free_map)
+        left = _leftover(workers, g, free_map, spare)
         key = (-count, left, cap.price.get((cluster, flavor), 0.0), cluster)
         if best_key is None or key < best_key:
             best_key = key

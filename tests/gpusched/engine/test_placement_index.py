@@ -1,5 +1,6 @@
 """The placement's kept indexes (``placement.Capacity``'s buckets and heaps, the layout's
-topology domains) answer exactly what a scan of the free map answers, after any changes."""
+topology domains) answer exactly what a scan of the free map answers, after any changes, also
+with a reservation's nodes capped at their spare units."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpusched.engine.model import Cluster, Flavor, Node, Snapshot, Topology
-from gpusched.engine.placement import Capacity, Layout, place_in_cluster
+from gpusched.engine.placement import Capacity, Layout, capped, place, place_in_cluster
 
 FLAVOR = "h100"
 
@@ -97,3 +98,38 @@ def test_a_topology_placement_on_a_kept_layout_is_the_one_a_fresh_layout_gives(
             fresh, "c", FLAVOR, workers, 1, 1, topology, fresh.free_of(FLAVOR)
         )
         assert ours == theirs
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    worlds,
+    st.dictionaries(st.integers(0, 11), st.integers(0, 8), max_size=4),  # a reservation's spare
+    st.integers(min_value=1, max_value=8),  # gpus per worker
+    st.integers(min_value=1, max_value=6),  # least workers
+    st.integers(min_value=0, max_value=3),  # elastic: more workers wanted
+    st.sampled_from([None, Topology("rack", True), Topology("rack", False)]),
+)
+def test_a_gang_placed_on_the_kept_index_is_the_one_a_scan_of_a_copy_places(
+    world: tuple[list[int], list[str], list[tuple[bool, int, int, int]]],
+    spare: dict[int, int],
+    g: int,
+    least: int,
+    more: int,
+    topology: Topology | None,
+) -> None:
+    """Packing on the live free map reads the index (the best single node, the nodes and
+    topology domains with room for a worker), with the reserved nodes capped there; on a copy
+    it scans every node."""
+    sizes, racks, changes = world
+    cap = Capacity(Layout(_snapshot(sizes, racks)))
+    spare = {node: units for node, units in spare.items() if node < len(sizes)}
+    for take, node, units, _need in [*changes, (True, 0, 0, 0)]:
+        free = cap.free_of(FLAVOR)
+        if take:
+            cap.take(FLAVOR, {node: min(units, free[node])})
+        else:
+            cap.give(FLAVOR, {node: min(units, sizes[node] - free[node])})
+        for reserved in (spare, None):
+            copy = capped(cap.free_of(FLAVOR), reserved or {})
+            ours = place(cap, FLAVOR, least + more, least, g, topology, spare=reserved)
+            assert ours == place(cap, FLAVOR, least + more, least, g, topology, copy)
