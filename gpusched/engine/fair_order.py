@@ -90,6 +90,7 @@ class FairOrder:
         heapq.heapify(self.heap)
 
     def __iter__(self) -> Iterator[JobFacts]:
+        quota = self.ctx.quota
         while self.heap:
             key, queue = heapq.heappop(self.heap)
             now = self._key(queue)
@@ -97,14 +98,27 @@ class FairOrder:
                 heapq.heappush(self.heap, (now, queue))
                 continue
             jobs = self.queues[queue]
+            lead = self._clear_lead(now)
             while True:  # its next jobs while they stay first (no heap work per job)
                 index = self.next_of[queue]
                 self.next_of[queue] = index + 1
-                generation = self.generation
-                yield jobs[index]
+                generation, changes = self.generation, quota.changes
+                facts = jobs[index]
+                yield facts
                 if generation != self.generation or index + 1 == len(jobs):
                     break  # refreshed: the queue is back in the heap already; or it is done
+                if (
+                    lead
+                    and quota.changes == changes
+                    and jobs[index + 1].rank_shape == (facts.rank_shape)
+                ):
+                    continue  # nothing changed and the same shape: the same share, still first
                 key = self._key(queue)
                 if self.heap and self.heap[0][0] < key:
                     heapq.heappush(self.heap, (key, queue))
                     break
+                lead = self._clear_lead(key)
+
+    def _clear_lead(self, key: tuple[object, ...]) -> bool:
+        """Whether a job of this key goes before the heap's first whatever its submission."""
+        return not self.heap or key[:3] < self.heap[0][0][:3]

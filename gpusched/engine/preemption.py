@@ -245,9 +245,23 @@ def candidates(ctx: CycleContext, job: PendingJob, flavor: str) -> list[RunningJ
 def plan_preemption(
     ctx: CycleContext, job: PendingJob, flavor: str, cands: list[RunningJob]
 ) -> PreemptionPlan | None:
-    """The minimal set of victims among ``cands`` that lets ``job`` start on ``flavor``."""
+    """The minimal set of victims among ``cands`` that lets ``job`` start on ``flavor``.
+
+    The search tries victims on the cycle's quota state and undoes every try, so it leaves the
+    usage as it found it; it leaves the change counts too (``QuotaState.changes_of``), or every
+    search would make the fair order read the tried queues' shares again."""
     if not cands:
         return None
+    counts = ctx.quota.change_counts()
+    try:
+        return _plan(ctx, job, flavor, cands)
+    finally:
+        ctx.quota.restore_change_counts(counts)
+
+
+def _plan(
+    ctx: CycleContext, job: PendingJob, flavor: str, cands: list[RunningJob]
+) -> PreemptionPlan | None:
     s = _Search(ctx, job, flavor)
     # cheap bound: even stopping every candidate cannot make room
     if s.free_total + sum(c.count * c.g for c in cands) < s.need:

@@ -86,6 +86,13 @@ class QuotaState:
         other.flavors = set(self.flavors)
         return other
 
+    def change_counts(self) -> tuple[int, dict[str, int]]:
+        """The usage change counts, to restore after trying changes that were all undone."""
+        return self.changes, dict(self.changes_of)
+
+    def restore_change_counts(self, counts: tuple[int, dict[str, int]]) -> None:
+        self.changes, self.changes_of = counts[0], counts[1]
+
     def limits(self, queue: str, flavor: str) -> _Limits:
         lim = self._limits.get((queue, flavor))
         if lim is None:
