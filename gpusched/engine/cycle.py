@@ -427,7 +427,7 @@ class _Cycle:
         # preemption or reservation) unless it blocks the line: the walk leaves it out
         drop_hopeless = not self.explain and not policy.head_of_line
         ranking = self.ranker.rank(ctx, ctx.snapshot.pending, drop_hopeless=drop_hopeless)
-        fair = FairOrder(ctx, ranking)
+        fair = FairOrder(ctx, ranking, self.ranker.shares)
         ranked: list[JobFacts] = []  # the jobs in the order walked
         left: set[str] = set()
         now = ctx.now

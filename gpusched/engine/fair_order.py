@@ -51,12 +51,19 @@ class FairOrder:
     """Iterates a ranking's borrowing jobs in fair-share order, re-reading the shares as the
     cycle changes them (call ``refresh`` after a preemption: victims' queues may have lowered)."""
 
-    def __init__(self, ctx: CycleContext, ranking: Ranking) -> None:
+    def __init__(
+        self, ctx: CycleContext, ranking: Ranking, kept: dict[int, tuple[object, ShareKey]]
+    ) -> None:
+        """``kept``: rank shape -> (its queue's usage, share after admitting), which the caller
+        keeps from one cycle to the next while the quotas stay the same (ranking.Ranker)."""
         self.ctx = ctx
         # rank shape -> (the quota's change count it was read at, share after admitting)
         self.shares: dict[int, tuple[int, ShareKey]] = {}
         # a queue's share reads its own usage; in a tree, its cohorts' too (any queue's)
         self.own_usage_only = not ctx.quota.tree.hierarchical
+        self.kept = kept
+        self.flavors = tuple(sorted(ctx.quota.flavors))
+        self.usage_of: dict[str, tuple[int, object]] = {}  # queue -> (change count, its usage)
         self.priority: dict[int, int] = {}  # rank shape -> minus its class's priority
         self.queues = ranking.borrowing
         self.scores = ranking.scores
@@ -73,6 +80,15 @@ class FairOrder:
         known = self.shares.get(sid)
         if known is not None and known[0] == at:
             share = known[1]
+        elif self.own_usage_only:  # a share depends on its queue's usage alone: kept
+            usage = self._usage(queue, at)
+            before = self.kept.get(sid)
+            if before is not None and before[0] == usage:
+                share = before[1]
+            else:
+                share = share_after(self.ctx, facts.job)
+                self.kept[sid] = (usage, share)
+            self.shares[sid] = (at, share)
         else:
             share = share_after(self.ctx, facts.job)
             self.shares[sid] = (at, share)
@@ -80,6 +96,19 @@ class FairOrder:
         if prio is None:
             prio = self.priority[sid] = -self.ctx.cls(facts.job.service_class).priority
         return (share, prio, self.scores.get(queue, 0.0), facts.tail)
+
+    def _usage(self, queue: str, at: int) -> object:
+        """The queue's usage in every flavor (with the flavors), read once per change."""
+        known = self.usage_of.get(queue)
+        if known is not None and known[0] == at:
+            return known[1]
+        quota = self.ctx.quota
+        if len(quota.flavors) != len(self.flavors):  # a first use of a flavor (they only grow)
+            self.flavors = tuple(sorted(quota.flavors))
+        used = quota.usage
+        usage = (self.flavors, tuple([used.get((queue, f), 0) for f in self.flavors]))
+        self.usage_of[queue] = (at, usage)
+        return usage
 
     def refresh(self) -> None:
         """Every queue's head again at today's shares."""

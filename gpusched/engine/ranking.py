@@ -69,6 +69,9 @@ class Ranker:
         self.room_ids: dict[tuple[str, tuple[str, ...]], int] = {}  # (queue, flavors) -> id
         self.rooms: list[tuple[str, tuple[str, ...]]] = []
         self.statics_basis: tuple[object, ...] = ()
+        # rank shape -> (its queue's usage, share after admitting): the fair order's, kept
+        # while the quotas stay the same (fair_order.FairOrder)
+        self.shares: dict[int, tuple[object, float | tuple[float, ...]]] = {}
         # the rank shapes the last ``rank`` placed among the borrowing jobs (not within nominal)
         self.borrowing_shapes: set[int] = set()
 
@@ -93,6 +96,7 @@ class Ranker:
         if basis != self.statics_basis:
             self.statics_basis = basis
             self.statics = {}
+            self.shares = {}
         return self.statics
 
     def _shape_statics(self, ctx: CycleContext, sid: int) -> _ShapeStatics:
