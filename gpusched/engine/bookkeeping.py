@@ -122,6 +122,8 @@ class Bookkeeping:
                 max_workers=job.max_workers,
                 topology=job.topology,
                 preemptible_now=job.started_at is not None,
+                stops=job.stops,
+                checkpoint_interval=job.checkpoint_interval,
             )
         entry = Entry(job, workers, running)
         self.entries[key] = entry

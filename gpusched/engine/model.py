@@ -148,6 +148,8 @@ class AdmittedJob:
     stopping: bool = False
     release_at: float | None = None  # stopping: when its GPUs come free
     held_for: str | None = None  # stopping: capacity held for this preemptor
+    stops: int = 0  # times it was stopped and requeued before (any reason): rule 5 picks it last
+    checkpoint_interval: float | None = None  # None: a stop loses all the work of this run
 
     @property
     def max_workers(self) -> int:

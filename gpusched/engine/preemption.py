@@ -179,6 +179,14 @@ class _Search:
         self.victims = []
 
 
+def victim_rank(priority: int, stops: int, work_lost: float) -> tuple[int, bool, float]:
+    """Rule 5's order among one queue's candidates, first to stop first: lower priority, then
+    the stop that throws away the least work (``running.lost_work``), counted once more for each
+    time the job was already stopped, and a job already stopped twice after every other. The
+    previews of a quota change name the jobs in this order too (queues/services/quota_impact)."""
+    return (priority, stops >= 2, work_lost * (1 + stops))
+
+
 def candidates(ctx: CycleContext, job: PendingJob, flavor: str) -> list[RunningJob]:
     """Rule 1 filter and rule 5 order: other queues from the highest share, then own queue.
 
@@ -233,10 +241,11 @@ def candidates(ctx: CycleContext, job: PendingJob, flavor: str) -> list[RunningJ
     # across a tree: the share of the victim's side at the lowest common cohort comes first
     side = {q: -quota.level_share(q, levels[q][2], levels[q][0]) for q in shares if q in levels}
 
-    def key(r: RunningJob) -> tuple[int, float, float, int, float, str]:
+    def key(r: RunningJob) -> tuple[object, ...]:
         own = 1 if r.queue == job.queue else 0
         first = side.get(r.queue, -shares[r.queue])
-        return (own, first, -shares[r.queue], r.cls.priority, -(r.started_at or 0.0), r.name)
+        rank = victim_rank(r.cls.priority, r.stops, r.work_lost(now))
+        return (own, first, -shares[r.queue], *rank, r.name)
 
     out.sort(key=key)
     return out[:MAX_CANDIDATES]

@@ -27,6 +27,12 @@ class RunningJob:
     max_workers: int
     topology: Topology | None
     preemptible_now: bool  # started, not stopping, not waiting for victims
+    stops: int = 0  # times stopped and requeued before this run (AdmittedJob.stops)
+    checkpoint_interval: float | None = None
+
+    def work_lost(self, now: float) -> float:
+        ran = now - self.started_at if self.started_at is not None else 0.0
+        return lost_work(ran, self.count * self.g, self.checkpoint_interval)
 
     @property
     def count(self) -> int:
@@ -34,3 +40,13 @@ class RunningJob:
 
     def units(self) -> dict[int, int]:
         return {i: w * self.g for i, w in self.workers.items()}
+
+
+def lost_work(ran: float, units: int, checkpoint_interval: float | None) -> float:
+    """GPU-seconds a stop throws away after ``ran`` seconds since the job's last (re)start: the
+    time since its last checkpoint (all of it without checkpoints) times its GPUs. A restart
+    resumes from a checkpoint, so checkpoints fall every ``checkpoint_interval`` from the start."""
+    ran = max(0.0, ran)
+    if checkpoint_interval:
+        ran %= checkpoint_interval
+    return ran * units

@@ -67,7 +67,8 @@ class SimJob:
     held_for: str | None = None
     requeue: bool = True
     end_state: str = "failed"  # the state a stopping job ends in when not requeued
-    preemptions: int = 0
+    preemptions: int = 0  # stops by the scheduler's rules (reclaim, fair share, priority)
+    stops: int = 0  # every stop that requeued it (what the engine's AdmittedJob.stops counts)
     version: int = 0
     admitted: AdmittedJob | None = None  # cached snapshot view, rebuilt on change
 
@@ -301,6 +302,8 @@ class Simulator:
         job.admitted = None
         if reason in ("reclaim", "fair-share", "priority"):
             job.preemptions += 1
+        if requeue:
+            job.stops += 1
         event: dict[str, Any] = {"job": job.spec.name, "reason": reason}
         if by is not None:
             event["by"] = by
@@ -337,6 +340,8 @@ class Simulator:
                 stopping=job.state == "stopping",
                 release_at=job.release_at if job.state == "stopping" else None,
                 held_for=job.held_for if job.state == "stopping" else None,
+                stops=job.stops,
+                checkpoint_interval=job.spec.checkpoint_interval,
             )
         return Snapshot(
             now=t,

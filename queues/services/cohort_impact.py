@@ -27,7 +27,7 @@ from gpusched.engine import model as engine
 from gpusched.engine.quota import UNLIMITED, QuotaState, QuotaStatics
 from queues.models import Cohort, Flavor, Job, Queue
 from queues.services.queue_status import flavor_usage
-from queues.services.quota_impact import AffectedJob
+from queues.services.quota_impact import AffectedJob, in_stop_order
 from queues.services.snapshot import HOLDING_STATES, cohort_tree, queue_key
 
 
@@ -35,7 +35,7 @@ from queues.services.snapshot import HOLDING_STATES, cohort_tree, queue_key
 class BorrowingQueue:
     queue: str  # "<team>/<queue>"
     above: int  # its usage above its own nominal
-    jobs: tuple[AffectedJob, ...]  # its most recently started jobs covering ``above``
+    jobs: tuple[AffectedJob, ...]  # its jobs rule 5 stops first, covering ``above``
 
 
 @dataclass(frozen=True)
@@ -173,8 +173,8 @@ def _borrowing_queues(
     state: QuotaState, cohort: str, flavor: str, rows: list[Queue], moment: datetime
 ) -> tuple[BorrowingQueue, ...]:
     """The queues under ``cohort`` above their own nominal in ``flavor`` and borrowing at every
-    cohort up to ``cohort`` (those other cohorts' reclaim may reach), with their most recently
-    started jobs in it (the engine's preemption considers those first)."""
+    cohort up to ``cohort`` (those other cohorts' reclaim may reach), with the jobs the engine's
+    preemption would stop first (rule 5)."""
     out = []
     by_name = {queue_key(q): q for q in rows}
     for name, chain in sorted(state.tree.chain.items()):
@@ -188,22 +188,22 @@ def _borrowing_queues(
         )
         if above > 0 and borrowing:
             out.append(
-                BorrowingQueue(name, above, _latest_jobs(by_name[name], flavor, above, moment))
+                BorrowingQueue(name, above, _first_stopped(by_name[name], flavor, above, moment))
             )
     return tuple(out)
 
 
-def _latest_jobs(
+def _first_stopped(
     queue: Queue, flavor: str, above: int, moment: datetime
 ) -> tuple[AffectedJob, ...]:
-    jobs = (
+    holding = (
         Job.objects.filter(queue=queue)
         .filter(Q(state__in=HOLDING_STATES) | Q(runtime__release_at__gt=moment))
         .filter(Q(runtime__flavor__name=flavor) | Q(runtime__flavor=None))
         .exclude(cluster=None)
-        .select_related("service_class")
-        .order_by("-started_at", "-pk")
+        .select_related("service_class", "cluster")
     )
+    jobs = in_stop_order(list(holding), moment)
     out: list[AffectedJob] = []
     covered = 0
     for job in jobs:

@@ -3,8 +3,8 @@
 Quotas are admission rules: lowering one stops nothing by itself. The queue's running jobs above
 the new nominal become *borrowing*: in a cohort, other queues' within-nominal jobs may reclaim
 them (if their class is preemptible); without a cohort the queue simply starts nothing new in
-that flavor until its usage drops under the new quota. The jobs named are the most recently
-started ones, which the engine's preemption considers first (docs/SCHEDULING.md rule 5).
+that flavor until its usage drops under the new quota. The jobs named are those the engine's
+preemption would stop first (docs/SCHEDULING.md rule 5, ``in_stop_order``).
 
 Only flavors whose nominal goes down are about (raising one flavor says nothing of another that
 was already above its nominal). Lowering a nominal also shrinks what can be admitted at all: a
@@ -21,8 +21,11 @@ from datetime import datetime
 from django.db.models import Q, Sum
 from django.utils import timezone
 
+from gpusched.engine.preemption import victim_rank
+from gpusched.engine.running import lost_work
 from queues.models import Cohort, CohortQuota, Flavor, Job, Node, Queue, Quota
 from queues.models.resources import usable_capacity
+from queues.services import clock
 from queues.services.queue_status import HOLDING_STATES, flavor_usage
 
 
@@ -74,6 +77,21 @@ class QuotaImpact:
         return text
 
 
+def in_stop_order(jobs: list[Job], moment: datetime) -> list[Job]:
+    """One queue's jobs holding GPUs in the order the engine's preemption stops them (rule 5:
+    ``victim_rank``; jobs need ``service_class`` and ``cluster`` loaded)."""
+
+    def rank(job: Job) -> tuple[tuple[int, bool, float], int]:
+        gpus = job.gpus_per_worker * sum(int(c) for c in job.placement.values())
+        ran = (moment - job.started_at).total_seconds() if job.started_at else 0.0
+        scale = clock.cluster_scale(job.cluster.driver) if job.cluster is not None else 1.0
+        every = clock.wall_seconds(job.checkpoint_interval, scale)
+        lost = lost_work(ran, gpus, every)
+        return victim_rank(job.service_class.priority, job.preemption_count, lost), -job.pk
+
+    return sorted(jobs, key=rank)
+
+
 def quota_impact(
     queue: Queue, new_nominals: dict[int, int], *, now: datetime | None = None
 ) -> list[QuotaImpact]:
@@ -86,13 +104,13 @@ def quota_impact(
     if not lowered:
         return []
     names = dict(Flavor.objects.filter(pk__in=list(lowered)).values_list("pk", "name"))
-    jobs = list(
+    holding = (
         Job.objects.filter(queue=queue)
         .filter(Q(state__in=HOLDING_STATES) | Q(runtime__release_at__gt=moment))
         .exclude(cluster=None)
-        .select_related("service_class", "runtime")
-        .order_by("-started_at", "-pk")
+        .select_related("service_class", "runtime", "cluster")
     )
+    jobs = in_stop_order(list(holding), moment)
     out = []
     for flavor_id, nominal in sorted(lowered.items(), key=lambda item: names[item[0]]):
         above = usage[flavor_id] - nominal

@@ -68,6 +68,8 @@ JOB_COLUMNS = (
     "runtime__pending_position",
     "runtime__pending_within_nominal",
     "workload_ref__cluster_id",
+    "preemption_count",
+    "checkpoint_interval",
 )
 
 
@@ -107,6 +109,8 @@ class JobRow(NamedTuple):
     pending_position: int | None  # runtime: its rank in its queue at the last cycle
     pending_within_nominal: bool | None  # runtime: ranked within nominal at the last cycle
     applied_to: int | None  # taken in from a kubectl-applied workload on this cluster
+    preemption_count: int  # times stopped and requeued so far
+    checkpoint_interval: int | None
 
     @property
     def label(self) -> str:
@@ -358,6 +362,8 @@ def _admitted(
         estimated_runtime=clock.wall_seconds(row.estimated_runtime, scale),
         start_at=None if stopping else ts(row.start_at),
         stopping=stopping,
+        stops=row.preemption_count,
+        checkpoint_interval=clock.wall_seconds(row.checkpoint_interval, scale),
         release_at=ts(release_at) if stopping else None,
         held_for=str(row.stop_by_id) if stopping and row.stop_by_id is not None else None,
     )

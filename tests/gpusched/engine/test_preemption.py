@@ -120,12 +120,13 @@ def test_non_preemptible_jobs_are_never_preempted() -> None:
 
 
 def test_the_victim_set_is_minimal() -> None:
-    # newest first: v4 (2 GPUs), v3 (1), then v2 (4) makes room; v3 and v4 were not needed
+    # least work lost first (now 1000): v3 (10 GPU-s), v4 (100), then v2 (400) makes room;
+    # v3 and v4 were not needed
     busy = [
         running("v1", "q", {"n0": 1}, cls="low", started_at=1),
-        running("v2", "q", {"n0": 4}, gpus=4, cls="low", started_at=2),
-        running("v3", "q", {"n0": 1}, cls="low", started_at=3),
-        running("v4", "q", {"n0": 2}, gpus=2, cls="low", started_at=4),
+        running("v2", "q", {"n0": 4}, gpus=4, cls="low", started_at=900),
+        running("v3", "q", {"n0": 1}, cls="low", started_at=990),
+        running("v4", "q", {"n0": 2}, gpus=2, cls="low", started_at=950),
     ]
     result = run_cycle(
         snapshot(nodes("n", 1, {"h100": 8}), [queue("q", 16)], busy, [pending("p", "q", gpus=4)])

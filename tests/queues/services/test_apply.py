@@ -53,6 +53,21 @@ def test_snapshot_names_jobs_by_id_and_queues_by_team(world, submit):
     assert snapshot.queues[0].cohort == "research"
 
 
+def test_snapshot_tells_the_engine_how_often_a_running_job_was_stopped_and_its_checkpoints(
+    world, submit, cycle
+):
+    """Rule 5 picks the victim that loses the least work and takes jobs already stopped last."""
+    job = submit(gpus=1, checkpoint_interval=600)
+    cycle(T0)
+    Job.objects.filter(pk=job.pk).update(preemption_count=2)  # stopped and requeued twice
+
+    (admitted,) = build_snapshot(later(1)).snapshot.admitted
+
+    assert admitted.name == str(job.pk)
+    assert admitted.stops == 2
+    assert admitted.checkpoint_interval == 600 / 60  # wall seconds: the world's cluster runs 60x
+
+
 def test_applying_the_same_decisions_twice_changes_nothing_the_second_time(world, submit):
     for i in range(3):
         submit(gpus=8, name=f"job-{i}", at=later(i))

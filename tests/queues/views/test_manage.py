@@ -247,6 +247,28 @@ def test_lowering_a_quota_of_a_queue_without_cohort_says_nothing_stops(
     assert quota_impact(queue_a, {flavor_id: 8}, now=later(2)) == []
 
 
+def test_a_quota_preview_names_the_jobs_preemption_would_stop_first(
+    queue_a: Queue, sim_cluster: Cluster, submit: Callable[..., Job], cycle: Callable[..., Any]
+) -> None:
+    """Rule 5's order: the least work lost first, a job already stopped twice last."""
+    from queues.services.quota_impact import quota_impact
+
+    older = submit(gpus=4, name="older")
+    cycle(later(1))
+    newer = submit(gpus=4, name="newer", at=later(2))
+    cycle(later(3))
+    cycle(later(4))
+    assert set(Job.objects.values_list("state", flat=True)) == {"running"}
+    flavor_id = queue_a.quotas.get().flavor_id
+
+    (impact,) = quota_impact(queue_a, {flavor_id: 6}, now=later(600))
+    assert [j.job_id for j in impact.jobs] == [newer.pk]  # it has run for less
+
+    Job.objects.filter(pk=newer.pk).update(preemption_count=2)
+    (impact,) = quota_impact(queue_a, {flavor_id: 6}, now=later(600))
+    assert [j.job_id for j in impact.jobs] == [older.pk]
+
+
 def test_cluster_page_lists_its_nodes_and_capacity(
     client: Client, platform_admin: User, sim_cluster: Cluster
 ) -> None:

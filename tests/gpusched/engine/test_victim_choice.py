@@ -1,0 +1,68 @@
+"""Rule 5's victim order (docs/SCHEDULING.md section 4): among jobs the rules allow alike, the
+one whose stop throws away the least work goes first, and a job already stopped goes last."""
+
+from __future__ import annotations
+
+from gpusched.engine.cycle import run_cycle
+from gpusched.engine.model import AdmittedJob, CycleResult
+from tests.gpusched.engine_builders import nodes, pending, queue, running, snapshot
+
+NOW = 1000.0
+
+
+def reclaim_one(*busy: AdmittedJob) -> CycleResult:
+    """Queue a (nominal 4) borrows everything on one full 9-GPU node; b (nominal 5, idle)
+    asks for one GPU within its nominal, so it reclaims one of a's jobs."""
+    queues = [queue("a", 4, cohort="c"), queue("b", 5, cohort="c")]
+    used = sum(sum(job.placement.values()) for job in busy)
+    assert used == 9, "the node must be full"
+    return run_cycle(
+        snapshot(nodes("n", 1, {"h100": 9}), queues, busy, [pending("b0", "b")], now=NOW)
+    )
+
+
+def stopped(result: CycleResult) -> set[str]:
+    return {s.job for s in result.stops}
+
+
+def test_the_victim_is_the_job_whose_stop_loses_the_fewest_gpu_hours() -> None:
+    # "wide" started 200 s ago on 8 GPUs (1,600 GPU-s lost), "long" 1,000 s ago on 1 GPU
+    # (1,000 GPU-s): the most recently started job is not the cheapest one to stop
+    wide = running("wide", "a", {"n0": 8}, gpus=8, started_at=NOW - 200)
+    long = running("long", "a", {"n0": 1}, started_at=NOW - 1000)
+    result = reclaim_one(wide, long)
+    assert stopped(result) == {"long"}
+    assert [a.job for a in result.admits] == ["b0"]
+
+
+def test_work_kept_by_a_checkpoint_is_not_counted_as_lost() -> None:
+    # "saved" ran 1,000 s but checkpoints every 300 s: a stop now loses 100 s of it;
+    # "fresh" ran 500 s without checkpoints and would lose all of them
+    busy = [
+        running("saved", "a", {"n0": 1}, started_at=NOW - 1000, checkpoint_interval=300.0),
+        running("fresh", "a", {"n0": 1}, started_at=NOW - 500),
+        running("rest", "a", {"n0": 7}, gpus=7, started_at=NOW - 900),
+    ]
+    assert stopped(reclaim_one(*busy)) == {"saved"}
+
+
+def test_a_job_already_stopped_twice_is_the_last_candidate_not_the_first() -> None:
+    # "again" restarted 100 s ago after two stops: by work alone the cheapest stop
+    busy = [
+        running("again", "a", {"n0": 1}, started_at=NOW - 100, stops=2),
+        running("never", "a", {"n0": 1}, started_at=NOW - 900),
+        running("rest", "a", {"n0": 7}, gpus=7, started_at=NOW - 950),
+    ]
+    assert stopped(reclaim_one(*busy)) == {"never"}
+
+
+def test_each_earlier_stop_counts_the_work_a_stop_would_lose_once_more() -> None:
+    # "once" would lose 200 GPU-s, counted twice after its one earlier stop: 400
+    busy = [
+        running("once", "a", {"n0": 1}, started_at=NOW - 200, stops=1),
+        running("fresh", "a", {"n0": 1}, started_at=NOW - 300),
+        running("rest", "a", {"n0": 7}, gpus=7, started_at=NOW - 950),
+    ]
+    assert stopped(reclaim_one(*busy)) == {"fresh"}
+    busy[1] = running("fresh", "a", {"n0": 1}, started_at=NOW - 500)
+    assert stopped(reclaim_one(*busy)) == {"once"}
