@@ -16,9 +16,9 @@ from django.core.paginator import Paginator
 from django.forms.models import ModelChoiceIterator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.template.defaultfilters import date as date_filter
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.safestring import SafeString, mark_safe
 from django.utils.timezone import template_localtime
 from django.views.decorators.http import require_POST
 
@@ -28,6 +28,7 @@ from accounting.job_money import costs_so_far, job_cost
 from accounting.pricing import currency
 from accounting.rating import RatingError
 from gpuplatform import access
+from gpuplatform.plain_widgets import PLAIN_WIDGETS, printed
 from queues.models import (
     Flavor,
     IllegalTransition,
@@ -81,6 +82,8 @@ class _ChoiceField(forms.ModelChoiceField):
 
 
 class JobFilterForm(forms.Form):
+    default_renderer = PLAIN_WIDGETS  # its selects and inputs without templates, the same HTML
+
     scope = forms.ChoiceField(
         choices=[("team", "My teams' jobs"), ("mine", "My jobs")], required=False
     )
@@ -150,7 +153,7 @@ def job_list(request: HttpRequest) -> HttpResponse:
         costs = costs_so_far([job.pk for job in page], now)
     except RatingError:  # a flavor without a price: the job page says which
         costs = {}
-    rows = [_row(job, now, _cost_text(costs.get(job.pk))) for job in page]
+    rows = [_row_html(_row(job, now, _cost_text(costs.get(job.pk)))) for job in page]
     params = request.GET.copy()
     params.pop("page", None)
     return render(
@@ -213,9 +216,32 @@ def _row(job: Job, now: datetime, cost: str) -> dict[str, Any]:
         "runtime": "—" if ran is None else duration(ran),
         "preemption_count": job.preemption_count,
         "cost": cost,
-        "submitted_iso": date_filter(submitted, "c"),
-        "submitted": date_filter(submitted, "Y-m-d H:i"),
+        "submitted_iso": submitted.isoformat(),  # the date filter's "c"
+        "submitted": (  # its "Y-m-d H:i"
+            f"{submitted.year:04d}-{submitted.month:02d}-{submitted.day:02d} "
+            f"{submitted.hour:02d}:{submitted.minute:02d}"
+        ),
     }
+
+
+ROW = (
+    '\n    <tr><td><a href="{url}">{name}</a> <span class="muted">#{pk}</span></td>\n'
+    "      <td>{queue}</td><td>{owner}</td>\n"
+    '      <td>{service_class}</td><td><span class="state state-{state}">{state_label}</span>'
+    "</td>\n"
+    "      <td>{workers} \u00d7 {gpus_per_worker}</td>\n"  # a multiplication sign
+    "      <td>{gpu_type}</td><td>{wait}</td>\n"
+    "      <td>{runtime}</td>\n"
+    "      <td>{preemption_count}</td>\n"
+    '      <td class="num">{cost}</td>\n'
+    '      <td><time datetime="{submitted_iso}">{submitted}</time></td></tr>\n    '
+)
+
+
+def _row_html(cells: dict[str, Any]) -> SafeString:
+    """A row of the list as the page prints it (ROW, each cell printed as ``{{ cell }}`` prints
+    it): rendering the row through the template took a tenth of the page's CPU."""
+    return mark_safe(ROW.format_map({name: printed(value) for name, value in cells.items()}))
 
 
 def _placement(job: Job) -> list[dict[str, Any]]:
