@@ -148,8 +148,10 @@ def job_list(request: HttpRequest) -> HttpResponse:
         if data.get("submitted_to"):
             jobs = jobs.filter(submitted_at__lte=_utc(data["submitted_to"], time.max))
     sort, order = _order(request.GET.get("sort", DEFAULT_SORT))
-    jobs = jobs.order_by(*order).values_list(*LISTED)
-    page = Paginator(jobs, PAGE_SIZE).get_page(request.GET.get("page"))
+    jobs = jobs.order_by(*order)
+    paginator = Paginator(jobs.values_list(*LISTED), PAGE_SIZE)
+    paginator.count = jobs.count()  # of the jobs alone: the values' joins would be counted too
+    page = paginator.get_page(request.GET.get("page"))
     listed = page.object_list = [Listed(*values) for values in page]
     ids = [job.pk for job in listed]
     ranked = ranked_flavors(ids)
