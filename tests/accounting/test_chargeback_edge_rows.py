@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from accounting import rating
+from accounting import chargeback, rating
 from accounting.chargeback import Period, grouped_totals
 from accounting.ledger import accrue_usage
 from accounting.models import ClassMultiplier, FlavorPrice, UsageRecord
@@ -99,3 +99,40 @@ def test_open_rows_rated_sums_are_kept_while_the_prices_stay_and_rated_anew_afte
     discounted = totals()
     assert discounted == _rated_row_by_row(period)
     assert discounted[queue_a.team_id][2] < repriced[queue_a.team_id][2]
+
+
+def test_edge_rows_read_past_djangos_timestamp_loader_are_what_the_orm_reads(
+    script, queue_a, queue_b, researcher_a, researcher_b, h100_price, monkeypatch
+):
+    """On PostgreSQL the edge rows' timestamps come from psycopg's own loader
+    (chargeback._fetched); elsewhere the ORM reads them. Either way: the ORM's values."""
+    script(queue=queue_a, owner=researcher_a, name="a").run(at(0.1))
+    script(queue=queue_b, owner=researcher_b, name="b").run(at(0.7))
+    accrue_usage(at(1.5))
+    accrue_usage(at(2.25))
+    rows = UsageRecord.objects.order_by("pk").values_list(
+        "team_id", "flavor_id", "units", "gpu_equivalent", "start", "end", "cost", "closed"
+    )
+    assert len(rows) >= 2
+    assert chargeback._fetched(rows) == list(rows)
+    period = Period(at(0.5), at(5))
+    for keys in (("team",), ("user", "flavor", "service_class"), ("queue",), ("job",)):
+        ours = dict(grouped_totals(UsageRecord.objects.all(), period, keys))
+        with monkeypatch.context() as patched:
+            patched.setattr(chargeback, "_fetched", list)
+            theirs = dict(grouped_totals(UsageRecord.objects.all(), period, keys))
+        assert ours == theirs and ours, keys
+
+
+def test_no_jobs_no_edge_rows(h100_price):
+    """A page without jobs asks for the costs of none: nothing to read (no query is made)."""
+    rows = UsageRecord.objects.filter(job_id__in=[]).values_list("start", "end")
+    assert chargeback._fetched(rows) == [] == list(rows)
+    assert (
+        dict(
+            grouped_totals(
+                UsageRecord.objects.filter(job_id__in=[]), Period(at(0), at(5)), ("job",)
+            )
+        )
+        == {}
+    )
