@@ -246,10 +246,11 @@ class RatedKeep:
     """The edge rows' rated sums kept between requests in this process, for as long as the
     price list read is the same (compared by content: every price and multiplier row, the MIG
     parents, the currency): open rows are re-read each request, but their inputs change only
-    when an accrual moves their end, so most requests between two accruals rate nothing. At
-    most ``LIMIT`` inputs are kept (then it starts again)."""
+    when an accrual moves their end, so most requests between two accruals rate nothing. A
+    request finding more than ``LIMIT`` inputs kept starts again (an entry is about 0.7 KB:
+    the keep holds the last request's inputs and those of the accruals before, up to LIMIT)."""
 
-    LIMIT = 50_000
+    LIMIT = 10_000
 
     def __init__(self) -> None:
         self._state: tuple[Any, _Rated] = (None, _Rated())  # one attribute: swapped at once
