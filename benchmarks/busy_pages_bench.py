@@ -17,7 +17,8 @@ thread) and the median, p95 and max latency are printed, rounds alternating betw
 so both see the same machine load, with the CPU the requests cost (user and system time of
 gunicorn's processes and of the local PostgreSQL server's processes serving the database, per
 request: what latency on a machine shared with other work hides) and the load average. The
-admin's token reads the REST API, the admin's session the HTML page.
+admin's token reads the REST API, the admin's session the HTML page. ``--production``: the
+servers run with DEBUG off, as deployed (by default they inherit DEBUG, which is on unless set).
 """
 
 from __future__ import annotations
@@ -191,8 +192,8 @@ def fetch(base: str, path: str, auth: str, credentials: dict[str, str]) -> float
     began = time.perf_counter()
     with urllib.request.urlopen(request, timeout=120) as response:
         response.read()
-        if response.status != 200:
-            raise RuntimeError(f"{path}: HTTP {response.status}")
+        if response.status != 200 or urlsplit(response.geturl()).path != urlsplit(path).path:
+            raise RuntimeError(f"{path}: HTTP {response.status} from {response.geturl()}")
     return (time.perf_counter() - began) * 1000
 
 
@@ -294,7 +295,15 @@ def main(argv: list[str] | None = None) -> int:
         default=0,
         help="the running jobs started by this many cycles (0: each at its own moment)",
     )
+    parser.add_argument(
+        "--production",
+        action="store_true",
+        help="servers with DEBUG off, as deployed (each tree's static files collected first); "
+        "by default they inherit DEBUG (on unless set: SQL of every query kept, debug templates)",
+    )
     args = parser.parse_args(argv)
+    if args.production:  # the session cookie made here must hold on the servers
+        os.environ["SECRET_KEY"] = THROWAWAY_KEY
     setup(args.database_url)
     began = time.perf_counter()
     credentials = seed(args.jobs, args.running, args.seed, args.start_groups)
@@ -323,6 +332,8 @@ def main(argv: list[str] | None = None) -> int:
             env = dict(os.environ, DATABASE_URL=args.database_url, LOG_LEVEL="WARNING")
             env.pop("DJANGO_SETTINGS_MODULE", None)
             python = tree / ".venv" / "bin" / "python"
+            if args.production:
+                env.update(_production(python, tree, folder / f"static-{label}", env))
             with Stack(env, folder) as stack:
                 base = _start_web(stack, tree, python, args.web_workers)
                 group = stack.children["web"].pid  # gunicorn's session: its workers too
@@ -352,6 +363,25 @@ def main(argv: list[str] | None = None) -> int:
             f"{percentile(times, 0.95):,.0f}; CPU {web:.1f} + {server:.1f}"
         )
     return 0
+
+
+THROWAWAY_KEY = "busy-pages-bench-throwaway-key-" + "x" * 40
+
+
+def _production(python: Path, tree: Path, static: Path, env: dict[str, str]) -> dict[str, str]:
+    """The settings of a deployment (DEBUG off; a throwaway secret key), with ``tree``'s static
+    files collected into ``static`` (the manifest its templates need with DEBUG off)."""
+    settings = {
+        "DEBUG": "false",
+        "SECRET_KEY": THROWAWAY_KEY,
+        "ALLOWED_HOSTS": "127.0.0.1,localhost",
+        "STATIC_ROOT": str(static),
+    }
+    subprocess.run(
+        [str(python), "manage.py", "collectstatic", "--no-input", "--verbosity", "0"],
+        cwd=tree, env=dict(env, **settings), check=True,
+    )  # fmt: skip
+    return settings
 
 
 def _start_web(stack: Any, tree: Path, python: Path, workers: int) -> str:

