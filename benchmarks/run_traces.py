@@ -2,6 +2,7 @@
 
     python benchmarks/run_traces.py [--quick] [--traces philly,alibaba,itp]
                                     [--policies default,fifo,greedy] [--out DIR]
+                                    [--protection SECONDS]
 
 For each trace scenario (imported by ``gpusched.sim.traces`` with the options in ``SCENARIOS``) and
 each policy, runs ``simulate()`` and prints a markdown table per trace: mean and p95 JCT, mean
@@ -106,6 +107,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--keep-reports", action="store_true", help="write each report as <trace>-<policy>.json.gz"
     )
+    parser.add_argument(
+        "--protection",
+        type=float,
+        help="seconds of preemption protection for every class (the scenario's default; "
+        "docs/SCHEDULING.md section 4, rule 1); default: none",
+    )
     args = parser.parse_args(argv)
     traces = [t.strip() for t in args.traces.split(",") if t.strip()]
     policies = [p.strip() for p in args.policies.split(",") if p.strip()]
@@ -154,6 +161,8 @@ def run_trace(setup: str, policies: list[str], args: argparse.Namespace) -> list
         )
     t0 = time.perf_counter()
     imported = IMPORTERS[trace](folder, **options)
+    if args.protection is not None:
+        imported.scenario["preemption_protection"] = args.protection
     scenario = parse_scenario(imported.scenario, f"<{trace} trace>")
     import_s = time.perf_counter() - t0
     print(f"\n## {scenario.name}\n{imported.stats.summary()} (import {import_s:.1f} s)", flush=True)

@@ -90,6 +90,7 @@ def world_of(snapshot: Snapshot, scale: float = 1.0) -> World:
                 min_runtime=job_seconds(c.min_runtime),
                 grace_period=job_seconds(c.grace_period),
                 max_runtime=None if c.max_runtime is None else job_seconds(c.max_runtime),
+                preemption_protection=job_seconds(c.preemption_protection),
             )
             for c in snapshot.service_classes
         ),

@@ -298,6 +298,11 @@ DEFAULT_JOB_RUNTIME = env_int("DEFAULT_JOB_RUNTIME", 3600, minimum=1)
 FAIRSHARE_HALF_LIFE = env_int("FAIRSHARE_HALF_LIFE", 7 * 24 * 3600, minimum=60)
 """Seconds after which a queue's fair-share usage history counts half (docs/SCHEDULING.md 5)."""
 
+PREEMPTION_PROTECTION_SECONDS = env_int("PREEMPTION_PROTECTION_SECONDS", 0, minimum=0)
+"""Seconds after each (re)start during which a job is not stopped by fair-share or priority
+preemption (a reclaim may still stop it), for a service class whose own
+``preemption_protection`` is empty (docs/SCHEDULING.md section 4, rule 1)."""
+
 CLUSTER_TOKEN_KEYS = env_list("CLUSTER_TOKEN_KEYS", [])
 """Secrets (comma-separated, each at least 32 characters) that encrypt the stored cluster tokens:
 the first encrypts, all decrypt (rotation: queues/models/encrypted.py). Empty: derived from

@@ -1,6 +1,7 @@
 """The preemption rules checked for every job stopped or shrunk for a preemptor (rules 1-5).
 
-A victim's class must be preemptible and past its ``min_runtime``; a preemptor may stop only
+A victim's class must be preemptible and past its ``min_runtime`` (and, for a fair-share or
+priority stop, past its ``preemption_protection``) since its last start; a preemptor may stop only
 strictly lower-priority jobs of its own queue (``priority``) or, from another queue of the
 cohort, jobs of borrowing queues (``reclaim``, ``fair-share`` with rule 3's share tests in
 ``share.py``; in a cohort tree each cohort between the victim's queue and the two queues'
@@ -35,6 +36,12 @@ def check_victim(
         replay.fail(
             t, what, f"preempted ({reason}) after {fmt(ran)} s, inside its class "
             f"min_runtime of {fmt(service_class.min_runtime)} s"
+        )  # fmt: skip
+    protection = service_class.preemption_protection
+    if reason in ("fair-share", "priority") and ran < protection - EPS:
+        replay.fail(
+            t, what, f"preempted ({reason}) after {fmt(ran)} s, inside its class "
+            f"preemption_protection of {fmt(protection)} s (only a reclaim may stop it then)"
         )  # fmt: skip
     check_preemptor(replay, t, job, event, reason, what)
     by = replay.jobs.get(str(event.get("by")))

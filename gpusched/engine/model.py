@@ -74,6 +74,10 @@ class ServiceClass:
     min_runtime: float = 0.0
     grace_period: float = 0.0
     max_runtime: float | None = None
+    # seconds after each (re)start during which only a reclaim (rule 2) may stop the job: no
+    # fair-share (rule 3) or priority (rule 4) stop; the platform resolves a class's null to its
+    # default (``PREEMPTION_PROTECTION_SECONDS``)
+    preemption_protection: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)

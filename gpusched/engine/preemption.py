@@ -105,7 +105,8 @@ class _Search:
         """The rule that allows stopping ``c`` now, or None (rules 2-4)."""
         quota = self.ctx.quota
         if c.queue == self.job.queue:
-            return "priority"  # statically filtered: strictly lower priority, same queue
+            # statically filtered: strictly lower priority, same queue, past its protection
+            return "priority"
         # across a cohort tree: compare the two sides just below their lowest common cohort
         at, mine_node, their_node = quota.meeting(self.job.queue, c.queue)
         if not quota.borrowing_up_to(c.queue, self.flavor, their_node):
@@ -113,6 +114,9 @@ class _Search:
         if quota.within_up_to(self.job.queue, self.flavor, self.need, mine_node):
             return "reclaim"
         if not self.cls.can_borrow:
+            return None
+        protection = c.cls.preemption_protection  # rule 1: only a reclaim inside it
+        if protection and self.ctx.now - (c.started_at or 0.0) < protection:
             return None
         mine = quota.level_share(self.job.queue, mine_node, at, self.flavor, self.need)
         theirs_after = quota.level_share(c.queue, their_node, at, self.flavor, -removed_units)
@@ -204,7 +208,9 @@ def candidates(ctx: CycleContext, job: PendingJob, flavor: str) -> list[RunningJ
     pool = ctx.victim_pools.get(flavor, {})  # started jobs of preemptible classes
     now = ctx.now
     prio = cls.priority
-    # rule 1: not stopped or shrunk whole by this cycle, past its class's min_runtime
+    # rule 1: not stopped or shrunk whole by this cycle, past its class's min_runtime; in the
+    # own queue (priority only) past its preemption protection too, which does not hold
+    # against a reclaim (``_Search.reason_for`` refuses the other queues' protected jobs)
     out = [
         r
         for r in pool.get(job.queue, {}).values()
@@ -212,6 +218,7 @@ def candidates(ctx: CycleContext, job: PendingJob, flavor: str) -> list[RunningJ
         and r.workers
         and r.preemptible_now
         and now - (r.started_at or 0.0) >= r.cls.min_runtime
+        and now - (r.started_at or 0.0) >= r.cls.preemption_protection
     ]
     levels: dict[str, tuple[str | None, str, str]] = {}
     if others and cohort is not None:

@@ -14,6 +14,8 @@ Loader rules beyond the format's example:
   ``flavor`` / ``flavors``. A queue's ``quotas`` may be left out (nominal 0 everywhere).
 - Optional top-level ``default_runtime`` (seconds, default 3600): the backfill estimate for a
   job with neither ``estimated_runtime`` nor a class ``max_runtime``.
+- Optional top-level ``preemption_protection`` (seconds, default 0): the default of a class
+  whose ``preemption_protection`` is absent or ``null`` (the loaded class holds the result).
 - Booleans are never numbers (YAML ``true`` is not ``1``); counts are integers, times finite
   numbers. Node label values that YAML reads as integers (``rack: 1``) are kept as text.
 - A ``borrowing_limit`` / ``lending_limit`` on a queue without ``cohort`` is accepted and has no
@@ -81,6 +83,8 @@ class ServiceClassSpec:
     grace_period: float = 0.0
     max_runtime: float | None = None
     price_multiplier: Decimal = Decimal(1)
+    # resolved: the class's own value, or the scenario's top-level ``preemption_protection``
+    preemption_protection: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,6 +200,7 @@ def parse_scenario(data: Mapping[str, Any], source: str = "<scenario>") -> Scena
         "default_runtime", minimum=0.0, strict=True, default=DEFAULT_RUNTIME
     )
     topology_levels = _topology_levels(top)
+    protection = top.number("preemption_protection", minimum=0.0, default=0.0)
 
     flavors = tuple(_flavor(e) for e in top.entries("flavors", allow_empty=False))
     _unique(flavors, "flavor", top, "flavors")
@@ -205,7 +210,9 @@ def parse_scenario(data: Mapping[str, Any], source: str = "<scenario>") -> Scena
     _unique(clusters, "cluster", top, "clusters")
     _unique_nodes(top, clusters)
 
-    classes = tuple(_service_class(e) for e in top.entries("service_classes", allow_empty=False))
+    classes = tuple(
+        _service_class(e, protection) for e in top.entries("service_classes", allow_empty=False)
+    )
     _unique(classes, "service class", top, "service_classes")
 
     queues = tuple(_queue(e, flavor_names) for e in top.entries("queues", allow_empty=False))
@@ -348,11 +355,13 @@ def _cluster(entry: Entry, flavors: set[str]) -> ClusterSpec:
     return ClusterSpec(name, tuple(nodes))
 
 
-def _service_class(entry: Entry) -> ServiceClassSpec:
+def _service_class(entry: Entry, default_protection: float) -> ServiceClassSpec:
     name = entry.string("name")
     priority = entry.raw("priority", optional=False)
     if isinstance(priority, bool) or not isinstance(priority, int):
         raise entry.bad("priority", "an integer", priority)
+    # null or absent: the scenario's top-level default
+    protection = entry.number("preemption_protection", minimum=0.0, optional=True, nullable=True)
     spec = ServiceClassSpec(
         name=name,
         priority=priority,
@@ -364,6 +373,7 @@ def _service_class(entry: Entry) -> ServiceClassSpec:
             "max_runtime", minimum=0.0, strict=True, optional=True, nullable=True
         ),
         price_multiplier=entry.decimal("price_multiplier", default=Decimal(1)) or Decimal(0),
+        preemption_protection=default_protection if protection is None else protection,
     )
     entry.finish()
     return spec

@@ -4,9 +4,9 @@
 
 Cycles run at every submit, finish, failure, release and job reaching its ``max_runtime``, plus
 every ``cycle_interval`` while jobs wait and something changed since the last cycle: a stop or
-shrink, or a job leaving its ``min_runtime`` (it may now be preempted). A periodic cycle on
-unchanged input would decide nothing new, so it is skipped and not counted. The simulator is the
-only part that measures wall time: ``engine_seconds`` is the time spent inside ``run_cycle``.
+shrink, or a job leaving its ``min_runtime`` or ``preemption_protection`` (it may now be
+preempted). A periodic cycle on unchanged input would decide nothing new, so it is skipped and
+not counted. The simulator alone measures wall time: ``engine_seconds``, inside ``run_cycle``.
 """
 
 from __future__ import annotations
@@ -122,16 +122,11 @@ class Simulator:
         self.geq = {f.name: f.gpu_equivalent for f in scenario.flavors}
         self.classes = tuple(
             ServiceClass(
-                c.name,
-                c.priority,
-                c.preemptible,
-                c.can_borrow,
-                c.min_runtime,
-                c.grace_period,
-                c.max_runtime,
+                c.name, c.priority, c.preemptible, c.can_borrow, c.min_runtime, c.grace_period,
+                c.max_runtime, c.preemption_protection,
             )
             for c in scenario.service_classes
-        )
+        )  # fmt: skip
         self.class_by_name = {c.name: c for c in self.classes}
         self.node_state: dict[tuple[str, str], dict[str, bool]] = {}
         self.node_cluster: dict[str, str] = {}
@@ -257,8 +252,9 @@ class Simulator:
         if job.remaining is not None:
             self.push(t + job.remaining, FINISH, job.spec.name, job.version)
         cls = self.class_by_name.get(job.spec.service_class)
-        if cls is not None and cls.min_runtime > 0:
-            self.push(t + cls.min_runtime, TIMER)
+        for protected in (cls.min_runtime, cls.preemption_protection) if cls is not None else ():
+            if protected > 0:
+                self.push(t + protected, TIMER)
         if cls is not None and cls.max_runtime is not None:
             self.push(t + cls.max_runtime, TIMER, "max-runtime")
 
@@ -481,8 +477,8 @@ class Simulator:
         if kind == TIMER:
             if name == "max-runtime":
                 return True
-            # min_runtime over: the job may now be preempted; that is changed input for the
-            # next periodic cycle, unless an event-driven cycle looks at it first
+            # min_runtime or preemption protection over: the job may now be preempted; that is
+            # changed input for the next periodic cycle, unless an event-driven cycle looks first
             self.dirty = True
             return False
         if kind == NODE:

@@ -272,6 +272,12 @@ class ServiceClassSerializer(ModelCleanMixin, StrictModelSerializer[ServiceClass
     max_runtime = bounded_int(
         min_value=1, allow_null=True, required=False, help_text="Seconds; null: no limit."
     )
+    preemption_protection = bounded_int(
+        allow_null=True,
+        required=False,
+        help_text="Seconds after each (re)start without fair-share or priority stops (a reclaim "
+        "still may); null: the platform default.",
+    )
     price_multiplier = serializers.DecimalField(
         max_digits=8, decimal_places=3, min_value=Decimal(0), required=False
     )

@@ -107,6 +107,7 @@ class ServiceClass(models.Model):
         "min_runtime",
         "grace_period",
         "max_runtime",
+        "preemption_protection",
         "price_multiplier",
         "allow_host_network",
     )
@@ -125,6 +126,13 @@ class ServiceClass(models.Model):
     )
     max_runtime = models.PositiveIntegerField(
         null=True, blank=True, help_text="Hard limit in seconds; empty: no limit."
+    )
+    preemption_protection = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text="Seconds after each (re)start during which the job is not stopped for "
+        "fair sharing or priority (a reclaim of guaranteed quota still may); empty: the "
+        "platform default (PREEMPTION_PROTECTION_SECONDS).",
     )
     price_multiplier = models.DecimalField(max_digits=8, decimal_places=3, default=1)
     allow_host_network = models.BooleanField(

@@ -189,6 +189,8 @@ def build_snapshot(now: datetime) -> LiveSnapshot:
     flavors = {f.name: f for f in Flavor.objects.all()}
     flavor_names = {f.pk: f.name for f in flavors.values()}
     classes = {c.pk: c for c in ServiceClass.objects.all()}
+    # a class's empty preemption_protection: the platform default
+    protection = int(getattr(settings, "PREEMPTION_PROTECTION_SECONDS", 0))
     clusters = {c.name: c for c in Cluster.objects.all()}
     cluster_names = {c.pk: c.name for c in clusters.values()}
     nodes_by_cluster: dict[int, list[Node]] = defaultdict(list)
@@ -255,6 +257,10 @@ def build_snapshot(now: datetime) -> LiveSnapshot:
                 min_runtime=clock.wall_seconds(c.min_runtime, scale) or 0.0,
                 grace_period=clock.wall_seconds(c.grace_period, scale) or 0.0,
                 max_runtime=clock.wall_seconds(c.max_runtime, scale),
+                preemption_protection=float(
+                    protection if c.preemption_protection is None else c.preemption_protection
+                )
+                * scale,
             )
             for c in classes.values()
         ),

@@ -49,6 +49,11 @@ BAD_INPUTS: list[tuple[str, Edit, str]] = [
         set_field("until", -1),
         "x.yaml: field 'until': must be a number > 0, got -1",
     ),
+    (
+        "preemption protection negative",
+        set_field("preemption_protection", -1),
+        "x.yaml: field 'preemption_protection': must be a number >= 0, got -1",
+    ),
     ("flavors missing", drop_field("flavors"), "x.yaml: field 'flavors': is required"),
     ("flavors empty", set_field("flavors", []), "x.yaml: field 'flavors': must not be empty"),
     (
@@ -123,6 +128,11 @@ BAD_INPUTS: list[tuple[str, Edit, str]] = [
         "negative min runtime",
         set_field("service_classes.1.min_runtime", -1),
         C1 + "field 'min_runtime': must be a number >= 0, got -1",
+    ),
+    (
+        "negative preemption protection",
+        set_field("service_classes.1.preemption_protection", -5),
+        C1 + "field 'preemption_protection': must be a number >= 0, got -5",
     ),
     (
         "zero max runtime",

@@ -129,6 +129,7 @@ def test_bad_quota_is_400_naming_the_field(
         ("service-classes", {"name": "x", "priority": HUGE}, "priority"),
         ("service-classes", {"name": "x", "min_runtime": -1}, "min_runtime"),
         ("service-classes", {"name": "x", "max_runtime": 0}, "max_runtime"),
+        ("service-classes", {"name": "x", "preemption_protection": -1}, "preemption_protection"),
         ("service-classes", {"name": "x", "min_runtime": 100, "max_runtime": 50}, "max_runtime"),
         ("service-classes", {"name": "x", "price_multiplier": "-1"}, "price_multiplier"),
         ("service-classes", {"name": "x", "price_multiplier": "1e30"}, "price_multiplier"),
