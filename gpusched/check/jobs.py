@@ -26,6 +26,7 @@ class JobHistory:
     cancelled: float | None = None
     failed: float | None = None
     preemptions: int = 0  # reclaim, fair-share and priority preemptions
+    requeues: int = 0  # stops that put it back in the queue, for any reason
     admits: list[float] = field(default_factory=list)
 
 

@@ -243,7 +243,8 @@ class Replay:
             self.finish(t, job, what)
         elif kind in ("fail", "cancel"):
             self.end(t, job, kind)
-        # requeue: the job is pending again; any allocation was already released by its stop
+        elif kind == "requeue":  # pending again; any allocation was released by its stop
+            self.history[job.name].requeues += 1
 
     # -- admit and scale --------------------------------------------------------------------
 

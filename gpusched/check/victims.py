@@ -1,7 +1,8 @@
 """The preemption rules checked for every job stopped or shrunk for a preemptor (rules 1-5).
 
 A victim's class must be preemptible and past its ``min_runtime`` (and, for a fair-share or
-priority stop, past its ``preemption_protection``) since its last start; a preemptor may stop only
+priority stop, past its ``preemption_protection``) since its last start, and a fair-share or
+priority victim stopped fewer than ``STOP_BOUND`` times before; a preemptor may stop only
 strictly lower-priority jobs of its own queue (``priority``) or, from another queue of the
 cohort, jobs of borrowing queues (``reclaim``, ``fair-share`` with rule 3's share tests in
 ``share.py``; in a cohort tree each cohort between the victim's queue and the two queues'
@@ -21,6 +22,8 @@ from gpusched.sim.scenario import JobSpec
 
 if TYPE_CHECKING:
     from gpusched.check.replay import Alloc, Replay
+
+STOP_BOUND = 3  # rule 1: stopped and requeued this often, a job may be stopped only by a reclaim
 
 
 def check_victim(
@@ -42,6 +45,12 @@ def check_victim(
         replay.fail(
             t, what, f"preempted ({reason}) after {fmt(ran)} s, inside its class "
             f"preemption_protection of {fmt(protection)} s (only a reclaim may stop it then)"
+        )  # fmt: skip
+    stops = replay.history[job.name].requeues
+    if reason in ("fair-share", "priority") and stops >= STOP_BOUND:
+        replay.fail(
+            t, what, f"preempted ({reason}) after {stops} earlier stops; from {STOP_BOUND} on "
+            "only a reclaim may stop it"
         )  # fmt: skip
     check_preemptor(replay, t, job, event, reason, what)
     by = replay.jobs.get(str(event.get("by")))

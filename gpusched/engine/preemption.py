@@ -15,6 +15,8 @@ from gpusched.engine.placement import Placement, Workers, place
 from gpusched.engine.running import RunningJob
 
 MAX_CANDIDATES = 256
+# rule 1: a job already stopped (and requeued) this many times is stopped again only by a reclaim
+STOP_BOUND = 3
 
 
 @dataclass(slots=True)
@@ -118,6 +120,8 @@ class _Search:
         protection = c.cls.preemption_protection  # rule 1: only a reclaim inside it
         if protection and self.ctx.now - (c.started_at or 0.0) < protection:
             return None
+        if c.stops >= STOP_BOUND:  # rule 1: only a reclaim once stopped that often
+            return None
         mine = quota.level_share(self.job.queue, mine_node, at, self.flavor, self.need)
         theirs_after = quota.level_share(c.queue, their_node, at, self.flavor, -removed_units)
         theirs_before = quota.level_share(c.queue, their_node, at)
@@ -209,8 +213,9 @@ def candidates(ctx: CycleContext, job: PendingJob, flavor: str) -> list[RunningJ
     now = ctx.now
     prio = cls.priority
     # rule 1: not stopped or shrunk whole by this cycle, past its class's min_runtime; in the
-    # own queue (priority only) past its preemption protection too, which does not hold
-    # against a reclaim (``_Search.reason_for`` refuses the other queues' protected jobs)
+    # own queue (priority only) past its preemption protection and under the stop bound too,
+    # which do not hold against a reclaim (``_Search.reason_for`` refuses the other queues'
+    # protected or bounded jobs)
     out = [
         r
         for r in pool.get(job.queue, {}).values()
@@ -219,6 +224,7 @@ def candidates(ctx: CycleContext, job: PendingJob, flavor: str) -> list[RunningJ
         and r.preemptible_now
         and now - (r.started_at or 0.0) >= r.cls.min_runtime
         and now - (r.started_at or 0.0) >= r.cls.preemption_protection
+        and r.stops < STOP_BOUND
     ]
     levels: dict[str, tuple[str | None, str, str]] = {}
     if others and cohort is not None:

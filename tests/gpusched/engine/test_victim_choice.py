@@ -66,3 +66,27 @@ def test_each_earlier_stop_counts_the_work_a_stop_would_lose_once_more() -> None
     assert stopped(reclaim_one(*busy)) == {"fresh"}
     busy[1] = running("fresh", "a", {"n0": 1}, started_at=NOW - 500)
     assert stopped(reclaim_one(*busy)) == {"once"}
+
+
+def test_a_job_stopped_three_times_is_stopped_again_only_by_a_reclaim() -> None:
+    """Rule 1's stop bound: no fourth priority or fair-share stop; a reclaim still."""
+    # priority: p (high) would stop v (low) of its own queue
+    for stops, want in ((2, {"v": "priority"}), (3, {})):
+        busy = [running("v", "q", {"n0": 8}, gpus=8, cls="low", stops=stops)]
+        result = run_cycle(
+            snapshot(nodes("n", 1, {"h100": 8}), [queue("q", 8)], busy,
+                     [pending("p", "q", gpus=8, cls="high")], now=NOW)
+        )  # fmt: skip
+        assert {s.job: s.reason for s in result.stops} == want
+    # fair share: a borrows 4 of a pool of 12 with one 8-GPU job, b (at nominal) asks for 1
+    for stops, want in ((2, {"big": "fair-share"}), (3, {})):
+        busy = [running("big", "a", {"n0": 8}, gpus=8, stops=stops)]
+        busy += [running(f"b{i}", "b", {"n0": 1}) for i in range(4)]
+        queues = [queue(name, 4, cohort="c") for name in ("a", "b", "c")]
+        result = run_cycle(
+            snapshot(nodes("n", 1, {"h100": 12}), queues, busy, [pending("new", "b")], now=NOW)
+        )
+        assert {s.job: s.reason for s in result.stops} == want
+    # reclaim: b is within its nominal
+    busy = [running("v", "a", {"n0": 8}, gpus=8, stops=5), running("w", "a", {"n0": 1}, stops=5)]
+    assert stopped(reclaim_one(*busy)) == {"w"}
