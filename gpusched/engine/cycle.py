@@ -174,20 +174,70 @@ class _Cycle:
         """Whether the quota blocks the job in every flavor; the same for every job of its rank
         shape until the state next changes, so the memo keeps it (the walk looks there first).
         Records what the walk records for such a job."""
+        blocked, first = self._quota_block(facts)
+        self.memo.quota_blocked[facts.rank_shape] = blocked
+        if first is not None:
+            self._note_blocked(facts.job, first)
+        return blocked
+
+    def _quota_block(self, facts: JobFacts) -> tuple[bool, Blocked | None]:
+        """Whether the quota blocks the job in every flavor, and then its first flavor's reason
+        (None for a job without flavors); records nothing but the quota reasons' memo.
+
+        For a class that may borrow the answer depends only on the quotas and the usage of the
+        job's queue and cohorts in its flavors, which mostly stay the same from one cycle to
+        the next: the ranker keeps it by rank shape with that usage (``Ranker.blocks``). A
+        class that may not borrow also depends on the queue's running jobs (re-accounting)."""
         job = facts.job
-        units = (job.min_workers or job.workers) * job.gpus_per_worker
         cls = self.ctx.cls(job.service_class)
+        stamp: list[int] | None = None
+        if cls.can_borrow:
+            quota = self.ctx.quota
+            used, pools = quota.usage, quota.pool_used
+            queue, flavors = job.queue, job.flavors
+            cohorts = quota.tree.chain.get(queue, ())
+            stamp = []  # a plain loop: cheaper than comprehensions for a flavor or two
+            for f in flavors:
+                stamp.append(used.get((queue, f), 0))
+                for c in cohorts:
+                    stamp.append(pools.get((c, f), 0))
+            kept = self.ranker.blocks.get(facts.rank_shape)
+            if kept is not None and kept[0] == stamp:
+                return kept[1]
+        units = (job.min_workers or job.workers) * job.gpus_per_worker
+        answer: tuple[bool, Blocked | None] = (False, None)
         first: Blocked | None = None
         for flavor in job.flavors:
             reason = self._quota_reason(job.queue, flavor, units, cls)
             if reason is None:
-                self.memo.quota_blocked[facts.rank_shape] = False
-                return False
+                break
             first = _first_reason(first, reason, flavor)
-        self.memo.quota_blocked[facts.rank_shape] = True
-        if first is not None:
-            self._note_blocked(job, first)
-        return True
+        else:
+            answer = (True, first)
+        if stamp is not None:
+            self.ranker.blocks[facts.rank_shape] = (stamp, answer)
+        return answer
+
+    def blocks_all(self, shapes: list[JobFacts]) -> JobFacts | None:
+        """Once only admissions are left (the fair order's ``blocks_all``): the first of these
+        jobs, one per rank shape still to come in a borrowing queue, that its quota lets in;
+        None when it blocks them all. Admissions only take quota, so the queue then admits
+        nothing more this cycle, its own usage stays as it is, and so does each shape's reason
+        (the cohort pools only shrink, which keeps a pool reason one): this records at once
+        what the walk would record for each of its jobs, and the walk drops the queue."""
+        known = self.memo.quota_blocked
+        reasons: list[tuple[PendingJob, Blocked]] = []
+        for facts in shapes:
+            if known.get(facts.rank_shape) is False:
+                return facts
+            blocked, first = self._quota_block(facts)
+            if not blocked:
+                return facts
+            if first is not None:
+                reasons.append((facts.job, first))
+        for job, why in reasons:
+            self._note_blocked(job, why)
+        return None
 
     def _note_blocked(self, job: PendingJob, why: Blocked) -> None:
         """What a job left pending tells growth: a flavor's GPUs or a cohort pool are wanted."""
@@ -440,6 +490,7 @@ class _Cycle:
         admission_failed = self.memo.admission
         quota_blocked = self.memo.quota_blocked.get  # read for every job: bound once
         only_admissions = self._only_admissions_left()
+        fair.blocks_all = self.blocks_all if only_admissions else None
         recheck = 0
         for facts in chain(ranking.first, fair, ranking.last):
             ranked.append(facts)
@@ -482,6 +533,8 @@ class _Cycle:
             if policy.head_of_line:
                 self.head_blocker = job.name
             only_admissions = self._only_admissions_left()
+            if only_admissions:  # it stays so: the fair order may drop quota-blocked queues
+                fair.blocks_all = self.blocks_all
         if recheck:
             self.admit_again(ranked[:recheck], left, fallback, default)
         if policy.elastic_growth:

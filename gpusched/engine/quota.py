@@ -46,6 +46,9 @@ class QuotaStatics:
         self.tree = CohortTree(self.queues.values(), cohorts)
         # a cohort's capacity: a flat cohort's pool, the sum of its members' lendable nominal
         self.pool_size: dict[tuple[str, str], int] = self.tree.capacity
+        # (queue, flavor, units, may borrow) -> QuotaState.never_fits, which only the quotas
+        # decide: asked for most jobs the walk passes over, every cycle
+        self.never: dict[tuple[str, str, int, bool], bool] = {}
 
 
 class QuotaState:
@@ -67,6 +70,7 @@ class QuotaState:
         self._limits = static.limits  # shared: limits() only adds what the statics imply
         self.pool_size = static.pool_size
         self.tree = static.tree
+        self._never = static.never
         self.pool_used: dict[tuple[str, str], int] = {}  # a cohort's usage U (section 2a)
         self.usage: dict[tuple[str, str], int] = {}
         # usage changes so far, and the count at each queue's latest (to know what is stale)
@@ -186,7 +190,15 @@ class QuotaState:
         return None
 
     def never_fits(self, queue: str, flavor: str, units: int, can_borrow: bool) -> bool:
-        """True when ``units`` exceed what the queue could hold even with its whole cohort idle."""
+        """True when ``units`` exceed what the queue could hold even with its whole cohort idle
+        (kept in the statics: it depends on the quotas alone)."""
+        key = (queue, flavor, units, can_borrow)
+        known = self._never.get(key)
+        if known is None:
+            known = self._never[key] = self._never_fits(queue, flavor, units, can_borrow)
+        return known
+
+    def _never_fits(self, queue: str, flavor: str, units: int, can_borrow: bool) -> bool:
         lim = self.limits(queue, flavor)
         if units <= lim.nominal:
             return False
