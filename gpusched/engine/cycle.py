@@ -182,41 +182,17 @@ class _Cycle:
 
     def _quota_block(self, facts: JobFacts) -> tuple[bool, Blocked | None]:
         """Whether the quota blocks the job in every flavor, and then its first flavor's reason
-        (None for a job without flavors); records nothing but the quota reasons' memo.
-
-        For a class that may borrow the answer depends only on the quotas and the usage of the
-        job's queue and cohorts in its flavors, which mostly stay the same from one cycle to
-        the next: the ranker keeps it by rank shape with that usage (``Ranker.blocks``). A
-        class that may not borrow also depends on the queue's running jobs (re-accounting)."""
+        (None for a job without flavors); records nothing but the quota reasons' memo."""
         job = facts.job
-        cls = self.ctx.cls(job.service_class)
-        stamp: list[int] | None = None
-        if cls.can_borrow:
-            quota = self.ctx.quota
-            used, pools = quota.usage, quota.pool_used
-            queue, flavors = job.queue, job.flavors
-            cohorts = quota.tree.chain.get(queue, ())
-            stamp = []  # a plain loop: cheaper than comprehensions for a flavor or two
-            for f in flavors:
-                stamp.append(used.get((queue, f), 0))
-                for c in cohorts:
-                    stamp.append(pools.get((c, f), 0))
-            kept = self.ranker.blocks.get(facts.rank_shape)
-            if kept is not None and kept[0] == stamp:
-                return kept[1]
         units = (job.min_workers or job.workers) * job.gpus_per_worker
-        answer: tuple[bool, Blocked | None] = (False, None)
+        cls = self.ctx.cls(job.service_class)
         first: Blocked | None = None
         for flavor in job.flavors:
             reason = self._quota_reason(job.queue, flavor, units, cls)
             if reason is None:
-                break
+                return False, None
             first = _first_reason(first, reason, flavor)
-        else:
-            answer = (True, first)
-        if stamp is not None:
-            self.ranker.blocks[facts.rank_shape] = (stamp, answer)
-        return answer
+        return True, first
 
     def blocks_all(self, shapes: list[JobFacts]) -> JobFacts | None:
         """Once only admissions are left (the fair order's ``blocks_all``): the first of these
@@ -224,20 +200,52 @@ class _Cycle:
         None when it blocks them all. Admissions only take quota, so the queue then admits
         nothing more this cycle, its own usage stays as it is, and so does each shape's reason
         (the cohort pools only shrink, which keeps a pool reason one): this records at once
-        what the walk would record for each of its jobs, and the walk drops the queue."""
+        what the walk would record for each of its jobs, and the walk drops the queue.
+
+        A backlog's queue is mostly found blocked cycle after cycle: when every class asked
+        may borrow, the answer depends only on the shapes and on the usage of the queue and its
+        cohorts in their flavors, and the ranker keeps it by queue (``Ranker.queue_blocks``)."""
+        queue = shapes[0].job.queue
+        sids = [facts.rank_shape for facts in shapes]
+        quota = self.ctx.quota
+        kept = self.ranker.queue_blocks.get(queue)
+        if kept is not None and kept[0] == sids and kept[2] == quota.usage_stamp(queue, kept[1]):
+            live, noted = kept[3]
+        else:
+            live, noted, flavors = self._blocks_all(shapes)
+            if flavors is not None:
+                stamp = quota.usage_stamp(queue, flavors)
+                self.ranker.queue_blocks[queue] = (sids, flavors, stamp, (live, noted))
+        if live is not None:
+            return shapes[live]
+        for index, why in noted:
+            self._note_blocked(shapes[index].job, why)
+        return None
+
+    def _blocks_all(
+        self, shapes: list[JobFacts]
+    ) -> tuple[int | None, list[tuple[int, Blocked]], list[str] | None]:
+        """``blocks_all``'s answer: the index of the first shape its quota lets in (None: it
+        blocks all), the reasons to record by index, and the flavors asked about, or None when
+        a class that may not borrow was asked (its answer depends on the running jobs too)."""
         known = self.memo.quota_blocked
-        reasons: list[tuple[PendingJob, Blocked]] = []
-        for facts in shapes:
+        noted: list[tuple[int, Blocked]] = []
+        flavors: list[str] | None = []
+        for index, facts in enumerate(shapes):
+            job = facts.job
+            if flavors is not None:
+                if self.ctx.cls(job.service_class).can_borrow:
+                    flavors.extend(f for f in job.flavors if f not in flavors)
+                else:
+                    flavors = None
             if known.get(facts.rank_shape) is False:
-                return facts
+                return index, noted, flavors
             blocked, first = self._quota_block(facts)
             if not blocked:
-                return facts
+                return index, noted, flavors
             if first is not None:
-                reasons.append((facts.job, first))
-        for job, why in reasons:
-            self._note_blocked(job, why)
-        return None
+                noted.append((index, first))
+        return None, noted, flavors
 
     def _note_blocked(self, job: PendingJob, why: Blocked) -> None:
         """What a job left pending tells growth: a flavor's GPUs or a cohort pool are wanted."""

@@ -162,6 +162,18 @@ class QuotaState:
         lim = self.tree.cohort_limits(cohort, flavor)
         return min(lim.limit - used, max(0, lim.reserved - used) + self.cohort_room(parent, flavor))
 
+    def usage_stamp(self, queue: str, flavors: Sequence[str]) -> list[int]:
+        """The usage of the queue and of its cohorts (section 2a) in these flavors: with the
+        quotas, all that decides whether a job of a class that may borrow fits them."""
+        used, pools = self.usage, self.pool_used
+        cohorts = self.tree.chain.get(queue, ())
+        stamp = []  # a plain loop: cheaper than comprehensions for a flavor or two
+        for f in flavors:
+            stamp.append(used.get((queue, f), 0))
+            for c in cohorts:
+                stamp.append(pools.get((c, f), 0))
+        return stamp
+
     def within_nominal(self, queue: str, flavor: str, units: int) -> bool:
         return self.usage.get((queue, flavor), 0) + units <= self.limits(queue, flavor).nominal
 

@@ -32,6 +32,8 @@ if TYPE_CHECKING:
 # queue is in a cohort (None: it never borrows), whether its quota can never hold it
 _ShapeStatics = tuple[str, int, int, int | None, bool]
 # (queue, class, flavors, gpus per worker, least workers, workers), topology
+# the first rank shape (by index) its quota lets in, or None; the reasons to record by index
+QueueBlocks = tuple[int | None, list[tuple[int, tuple[str, str]]]]
 WalkShape = tuple[tuple[str, str, tuple[str, ...], int, int, int], Topology | None]
 
 
@@ -72,10 +74,10 @@ class Ranker:
         # rank shape -> (its queue's usage, share after admitting): the fair order's, kept
         # while the quotas stay the same (fair_order.FairOrder)
         self.shares: dict[int, tuple[object, float | tuple[float, ...]]] = {}
-        # rank shape -> (its queue's and cohorts' usage, whether the quota blocks it and why):
-        # the cycle's, for classes that may borrow, kept while the quotas stay the same
-        # (cycle._Cycle._quota_block)
-        self.blocks: dict[int, tuple[list[int], tuple[bool, tuple[str, str] | None]]] = {}
+        # queue -> (the rank shapes asked, their flavors, their usage stamp, the answer): the
+        # cycle's ``blocks_all`` for classes that may borrow, kept while the quotas stay the
+        # same (cycle._Cycle.blocks_all)
+        self.queue_blocks: dict[str, tuple[list[int], list[str], list[int], QueueBlocks]] = {}
         # the rank shapes the last ``rank`` placed among the borrowing jobs (not within nominal)
         self.borrowing_shapes: set[int] = set()
         # rank shape -> count of ``_update`` calls when its list last changed; rank shapes ->
@@ -106,7 +108,7 @@ class Ranker:
             self.statics_basis = basis
             self.statics = {}
             self.shares = {}
-            self.blocks = {}
+            self.queue_blocks = {}
         return self.statics
 
     def _shape_statics(self, ctx: CycleContext, sid: int) -> _ShapeStatics:
