@@ -232,18 +232,21 @@ class QuotaState:
         if extra_flavor is not None and extra_flavor not in flavors:
             flavors = flavors | {extra_flavor}
         usage = self.usage
+        limits = self._limits  # read directly: rule 3 asks for shares in every search
         for f in flavors:
             used = usage.get((queue, f), 0)
             if f == extra_flavor:
                 used += extra
             if used <= 0:  # nothing above a nominal, which is never negative
                 continue
-            above = used - self.limits(queue, f).nominal
+            lim = limits.get((queue, f))
+            above = used if lim is None else used - lim.nominal  # no quota there: nominal 0
             if above <= 0:
                 continue
             pool = self.share_pool(cohort, f) if cohort is not None else 0
             value = above / pool / weight if pool > 0 else float("inf")
-            best = max(best, value)
+            if value > best:
+                best = value
         return best
 
     def share_pool(self, cohort: str, flavor: str) -> int:
