@@ -32,9 +32,10 @@ if TYPE_CHECKING:
 # queue is in a cohort (None: it never borrows), whether its quota can never hold it
 _ShapeStatics = tuple[str, int, int, int | None, bool]
 # (queue, class, flavors, gpus per worker, least workers, workers), topology
-# the first rank shape (by index) its quota lets in, or None; the reasons to record by index
-QueueBlocks = tuple[int | None, list[tuple[int, tuple[str, str]]]]
 WalkShape = tuple[tuple[str, str, tuple[str, ...], int, int, int], Topology | None]
+# of a queue's rank shapes asked: the first (by index) its quota lets in, or None; the reasons
+# to record, by index
+QueueBlocks = tuple[int | None, list[tuple[int, tuple[str, str]]]]
 
 
 class JobFacts:
