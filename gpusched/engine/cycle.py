@@ -174,6 +174,15 @@ class _Cycle:
         """Whether the quota blocks the job in every flavor; the same for every job of its rank
         shape until the state next changes, so the memo keeps it (the walk looks there first).
         Records what the walk records for such a job."""
+        blocked, first = self._quota_block(facts)
+        self.memo.quota_blocked[facts.rank_shape] = blocked
+        if first is not None:
+            self._note_blocked(facts.job, first)
+        return blocked
+
+    def _quota_block(self, facts: JobFacts) -> tuple[bool, Blocked | None]:
+        """Whether the quota blocks the job in every flavor, and then its first flavor's reason
+        (None for a job without flavors); records nothing but the quota reasons' memo."""
         job = facts.job
         units = (job.min_workers or job.workers) * job.gpus_per_worker
         cls = self.ctx.cls(job.service_class)
@@ -181,13 +190,62 @@ class _Cycle:
         for flavor in job.flavors:
             reason = self._quota_reason(job.queue, flavor, units, cls)
             if reason is None:
-                self.memo.quota_blocked[facts.rank_shape] = False
-                return False
+                return False, None
             first = _first_reason(first, reason, flavor)
-        self.memo.quota_blocked[facts.rank_shape] = True
-        if first is not None:
-            self._note_blocked(job, first)
-        return True
+        return True, first
+
+    def blocks_all(self, shapes: list[JobFacts]) -> JobFacts | None:
+        """Once only admissions are left (the fair order's ``blocks_all``): the first of these
+        jobs, one per rank shape still to come in a borrowing queue, that its quota lets in;
+        None when it blocks them all. Admissions only take quota, so the queue then admits
+        nothing more this cycle, its own usage stays as it is, and so does each shape's reason
+        (the cohort pools only shrink, which keeps a pool reason one): this records at once
+        what the walk would record for each of its jobs, and the walk drops the queue.
+
+        A backlog's queue is mostly found blocked cycle after cycle: when every class asked
+        may borrow, the answer depends only on the shapes and on the usage of the queue and its
+        cohorts in their flavors, and the ranker keeps it by queue (``Ranker.queue_blocks``)."""
+        queue = shapes[0].job.queue
+        sids = [facts.rank_shape for facts in shapes]
+        quota = self.ctx.quota
+        kept = self.ranker.queue_blocks.get(queue)
+        if kept is not None and kept[0] == sids and kept[2] == quota.usage_stamp(queue, kept[1]):
+            live, noted = kept[3]
+        else:
+            live, noted, flavors = self._blocks_all(shapes)
+            if flavors is not None:
+                stamp = quota.usage_stamp(queue, flavors)
+                self.ranker.queue_blocks[queue] = (sids, flavors, stamp, (live, noted))
+        if live is not None:
+            return shapes[live]
+        for index, why in noted:
+            self._note_blocked(shapes[index].job, why)
+        return None
+
+    def _blocks_all(
+        self, shapes: list[JobFacts]
+    ) -> tuple[int | None, list[tuple[int, Blocked]], list[str] | None]:
+        """``blocks_all``'s answer: the index of the first shape its quota lets in (None: it
+        blocks all), the reasons to record by index, and the flavors asked about, or None when
+        a class that may not borrow was asked (its answer depends on the running jobs too)."""
+        known = self.memo.quota_blocked
+        noted: list[tuple[int, Blocked]] = []
+        flavors: list[str] | None = []
+        for index, facts in enumerate(shapes):
+            job = facts.job
+            if flavors is not None:
+                if self.ctx.cls(job.service_class).can_borrow:
+                    flavors.extend(f for f in job.flavors if f not in flavors)
+                else:
+                    flavors = None
+            if known.get(facts.rank_shape) is False:
+                return index, noted, flavors
+            blocked, first = self._quota_block(facts)
+            if not blocked:
+                return index, noted, flavors
+            if first is not None:
+                noted.append((index, first))
+        return None, noted, flavors
 
     def _note_blocked(self, job: PendingJob, why: Blocked) -> None:
         """What a job left pending tells growth: a flavor's GPUs or a cohort pool are wanted."""
@@ -440,6 +498,7 @@ class _Cycle:
         admission_failed = self.memo.admission
         quota_blocked = self.memo.quota_blocked.get  # read for every job: bound once
         only_admissions = self._only_admissions_left()
+        fair.blocks_all = self.blocks_all if only_admissions else None
         recheck = 0
         for facts in chain(ranking.first, fair, ranking.last):
             ranked.append(facts)
@@ -482,6 +541,8 @@ class _Cycle:
             if policy.head_of_line:
                 self.head_blocker = job.name
             only_admissions = self._only_admissions_left()
+            if only_admissions:  # it stays so: the fair order may drop quota-blocked queues
+                fair.blocks_all = self.blocks_all
         if recheck:
             self.admit_again(ranked[:recheck], left, fallback, default)
         if policy.elastic_growth:

@@ -10,12 +10,17 @@ job admitted here could not then be stopped by a preemptor ranked after it under
 swap of BENCHMARKS.md.
 
 Each queue's own jobs keep their order (priority, then submission).
+
+Once only admissions are left in the cycle, a queue whose every remaining job its quota blocks
+is dropped from the walk whole (``blocks_all``): its jobs would be walked one by one only to be
+passed over. Leaving out a whole queue that changes nothing keeps every other queue's jobs in
+the same order (the heap picks among the other queues' heads as before).
 """
 
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 from gpusched.engine.model import PendingJob
@@ -69,6 +74,13 @@ class FairOrder:
         self.scores = ranking.scores
         self.next_of = dict.fromkeys(self.queues, 0)  # queue -> index of its head job
         self.generation = 0  # refreshes so far
+        # set by the cycle once only admissions are left: given one job of each rank shape
+        # still to come in a queue, the first whose shape its quota lets in, or None when the
+        # quota blocks them all (then it has recorded what walking them would record)
+        self.blocks_all: Callable[[list[JobFacts]], JobFacts | None] | None = None
+        self.last_of: dict[str, dict[int, int]] = {}  # queue -> rank shape -> its last index
+        # queue -> (the quota's change count, last index of a shape its quota let in then)
+        self.alive: dict[str, tuple[int, int]] = {}
         self.heap: list[tuple[tuple[object, ...], str]] = []
         self.refresh()
 
@@ -122,6 +134,8 @@ class FairOrder:
         quota = self.ctx.quota
         while self.heap:
             key, queue = heapq.heappop(self.heap)
+            if self.blocks_all is not None and self._dropped(queue):
+                continue
             now = self._key(queue)
             if now != key:  # its share moved since: back in line at today's
                 heapq.heappush(self.heap, (now, queue))
@@ -136,6 +150,8 @@ class FairOrder:
                 yield facts
                 if generation != self.generation or index + 1 == len(jobs):
                     break  # refreshed: the queue is back in the heap already; or it is done
+                if self.blocks_all is not None and self._dropped(queue):
+                    break
                 if (
                     lead
                     and quota.changes == changes
@@ -147,6 +163,31 @@ class FairOrder:
                     heapq.heappush(self.heap, (key, queue))
                     break
                 lead = self._clear_lead(key)
+
+    def _dropped(self, queue: str) -> bool:
+        """Whether the quota blocks each of the queue's remaining jobs (``blocks_all``): then
+        the queue is left out of the rest of this cycle's walk (moved to its end, which
+        ``refresh`` keeps), as only admissions are left and they cannot unblock it. A queue
+        found to have a shape its quota lets in is asked again once the quota changed or that
+        shape's jobs are all walked."""
+        blocks_all = self.blocks_all
+        if blocks_all is None:
+            return False
+        index = self.next_of[queue]
+        changes = self.ctx.quota.changes
+        alive = self.alive.get(queue)
+        if alive is not None and alive[0] == changes and index <= alive[1]:
+            return False
+        jobs = self.queues[queue]
+        last = self.last_of.get(queue)
+        if last is None:  # once per queue and cycle (a dict keeps a key's first place)
+            last = self.last_of[queue] = {facts.rank_shape: i for i, facts in enumerate(jobs)}
+        live = blocks_all([jobs[i] for i in last.values() if i >= index])
+        if live is None:
+            self.next_of[queue] = len(jobs)
+            return True
+        self.alive[queue] = (changes, last[live.rank_shape])
+        return False
 
     def _clear_lead(self, key: tuple[object, ...]) -> bool:
         """Whether a job of this key goes before the heap's first whatever its submission."""

@@ -73,6 +73,9 @@ class _Search:
         self.res = res if long_job else None
         self.late: dict[int, int] = {}
         self.late_quota = 0
+        # rule 3's shares in a flat cohort (``_share``), by (queue, its change count, extra)
+        self.flat = not ctx.quota.tree.hierarchical
+        self.shares: dict[tuple[str, int, int | None], float] = {}
 
     # -- applying and undoing a victim on the trial state --------------------------------------
     def apply(self, v: Victim, sign: int = 1) -> None:
@@ -122,12 +125,31 @@ class _Search:
             return None
         if c.stops >= STOP_BOUND:  # rule 1: only a reclaim once stopped that often
             return None
-        mine = quota.level_share(self.job.queue, mine_node, at, self.flavor, self.need)
-        theirs_after = quota.level_share(c.queue, their_node, at, self.flavor, -removed_units)
-        theirs_before = quota.level_share(c.queue, their_node, at)
+        if self.flat:  # the nodes are the queues: their own shares
+            mine = self._share(self.job.queue, self.need)
+            theirs_after = self._share(c.queue, -removed_units)
+            theirs_before = self._share(c.queue, None)
+        else:
+            mine = quota.level_share(self.job.queue, mine_node, at, self.flavor, self.need)
+            theirs_after = quota.level_share(c.queue, their_node, at, self.flavor, -removed_units)
+            theirs_before = quota.level_share(c.queue, their_node, at)
         if mine <= theirs_after or mine < theirs_before:
             return "fair-share"
         return None
+
+    def _share(self, queue: str, extra: int | None) -> float:
+        """``QuotaState.share`` of a queue in a flat cohort, with ``extra`` units of this
+        flavor (None: as it is). Such a share reads the queue's own usage alone, so it is kept
+        while the queue's change count stays the same; the count only grows during a search
+        (``plan_preemption`` restores it at the end only), and the preemptor's share is asked
+        again for every candidate."""
+        quota = self.ctx.quota
+        key = (queue, quota.changes_of.get(queue, 0), extra)
+        known = self.shares.get(key)
+        if known is None:
+            flavor = None if extra is None else self.flavor
+            known = self.shares[key] = quota.share(queue, flavor, extra or 0)
+        return known
 
     def fits(self) -> Placement | None:
         if self.free_total < self.need:

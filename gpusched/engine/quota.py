@@ -46,6 +46,9 @@ class QuotaStatics:
         self.tree = CohortTree(self.queues.values(), cohorts)
         # a cohort's capacity: a flat cohort's pool, the sum of its members' lendable nominal
         self.pool_size: dict[tuple[str, str], int] = self.tree.capacity
+        # (queue, flavor, units, may borrow) -> QuotaState.never_fits, which only the quotas
+        # decide: asked for most jobs the walk passes over, every cycle
+        self.never: dict[tuple[str, str, int, bool], bool] = {}
 
 
 class QuotaState:
@@ -67,6 +70,7 @@ class QuotaState:
         self._limits = static.limits  # shared: limits() only adds what the statics imply
         self.pool_size = static.pool_size
         self.tree = static.tree
+        self._never = static.never
         self.pool_used: dict[tuple[str, str], int] = {}  # a cohort's usage U (section 2a)
         self.usage: dict[tuple[str, str], int] = {}
         # usage changes so far, and the count at each queue's latest (to know what is stale)
@@ -158,6 +162,18 @@ class QuotaState:
         lim = self.tree.cohort_limits(cohort, flavor)
         return min(lim.limit - used, max(0, lim.reserved - used) + self.cohort_room(parent, flavor))
 
+    def usage_stamp(self, queue: str, flavors: Sequence[str]) -> list[int]:
+        """The usage of the queue and of its cohorts (section 2a) in these flavors: with the
+        quotas, all that decides whether a job of a class that may borrow fits them."""
+        used, pools = self.usage, self.pool_used
+        cohorts = self.tree.chain.get(queue, ())
+        stamp = []  # a plain loop: cheaper than comprehensions for a flavor or two
+        for f in flavors:
+            stamp.append(used.get((queue, f), 0))
+            for c in cohorts:
+                stamp.append(pools.get((c, f), 0))
+        return stamp
+
     def within_nominal(self, queue: str, flavor: str, units: int) -> bool:
         return self.usage.get((queue, flavor), 0) + units <= self.limits(queue, flavor).nominal
 
@@ -186,7 +202,15 @@ class QuotaState:
         return None
 
     def never_fits(self, queue: str, flavor: str, units: int, can_borrow: bool) -> bool:
-        """True when ``units`` exceed what the queue could hold even with its whole cohort idle."""
+        """True when ``units`` exceed what the queue could hold even with its whole cohort idle
+        (kept in the statics: it depends on the quotas alone)."""
+        key = (queue, flavor, units, can_borrow)
+        known = self._never.get(key)
+        if known is None:
+            known = self._never[key] = self._never_fits(queue, flavor, units, can_borrow)
+        return known
+
+    def _never_fits(self, queue: str, flavor: str, units: int, can_borrow: bool) -> bool:
         lim = self.limits(queue, flavor)
         if units <= lim.nominal:
             return False
@@ -208,18 +232,21 @@ class QuotaState:
         if extra_flavor is not None and extra_flavor not in flavors:
             flavors = flavors | {extra_flavor}
         usage = self.usage
+        limits = self._limits  # read directly: rule 3 asks for shares in every search
         for f in flavors:
             used = usage.get((queue, f), 0)
             if f == extra_flavor:
                 used += extra
             if used <= 0:  # nothing above a nominal, which is never negative
                 continue
-            above = used - self.limits(queue, f).nominal
+            lim = limits.get((queue, f))
+            above = used if lim is None else used - lim.nominal  # no quota there: nominal 0
             if above <= 0:
                 continue
             pool = self.share_pool(cohort, f) if cohort is not None else 0
             value = above / pool / weight if pool > 0 else float("inf")
-            best = max(best, value)
+            if value > best:
+                best = value
         return best
 
     def share_pool(self, cohort: str, flavor: str) -> int:

@@ -33,6 +33,9 @@ if TYPE_CHECKING:
 _ShapeStatics = tuple[str, int, int, int | None, bool]
 # (queue, class, flavors, gpus per worker, least workers, workers), topology
 WalkShape = tuple[tuple[str, str, tuple[str, ...], int, int, int], Topology | None]
+# of a queue's rank shapes asked: the first (by index) its quota lets in, or None; the reasons
+# to record, by index
+QueueBlocks = tuple[int | None, list[tuple[int, tuple[str, str]]]]
 
 
 class JobFacts:
@@ -72,8 +75,17 @@ class Ranker:
         # rank shape -> (its queue's usage, share after admitting): the fair order's, kept
         # while the quotas stay the same (fair_order.FairOrder)
         self.shares: dict[int, tuple[object, float | tuple[float, ...]]] = {}
+        # queue -> (the rank shapes asked, their flavors, their usage stamp, the answer): the
+        # cycle's ``blocks_all`` for classes that may borrow, kept while the quotas stay the
+        # same (cycle._Cycle.blocks_all)
+        self.queue_blocks: dict[str, tuple[list[int], list[str], list[int], QueueBlocks]] = {}
         # the rank shapes the last ``rank`` placed among the borrowing jobs (not within nominal)
         self.borrowing_shapes: set[int] = set()
+        # rank shape -> count of ``_update`` calls when its list last changed; rank shapes ->
+        # (those counts, their jobs merged): a merge is kept while its lists stay the same
+        self.updates = 0
+        self.changed_at: dict[int, int] = {}
+        self.merged: dict[tuple[int, ...], tuple[tuple[int, ...], list[JobFacts]]] = {}
 
     def _new_facts(self, job: PendingJob) -> JobFacts:
         least = job.min_workers or job.workers
@@ -97,6 +109,7 @@ class Ranker:
             self.statics_basis = basis
             self.statics = {}
             self.shares = {}
+            self.queue_blocks = {}
         return self.statics
 
     def _shape_statics(self, ctx: CycleContext, sid: int) -> _ShapeStatics:
@@ -119,13 +132,17 @@ class Ranker:
         gone = self.ids - ids
         if len(gone) > len(self.ids) // 2:  # mostly fresh job objects (a live cycle): anew
             self.present, self.by_shape, self.ids = {}, {}, set()
+            self.merged = {}
             gone = set()
         present = self.present
         by_shape = self.by_shape
+        self.updates += 1
+        changed_at = self.changed_at
         for key in gone:
             f = present.pop(key)
             jobs = by_shape[f.rank_shape]
             jobs.remove(f)
+            changed_at[f.rank_shape] = self.updates
             if not jobs:
                 del by_shape[f.rank_shape]
         came = ids - self.ids
@@ -143,10 +160,13 @@ class Ranker:
             if jobs and known.tail < jobs[-1].tail:
                 unsorted.add(known.rank_shape)
             jobs.append(known)  # mostly new submissions, which go last
+            changed_at[known.rank_shape] = self.updates
         for sid in unsorted:
             by_shape[sid].sort(key=_tail)
         if len(facts) > 2 * len(present) + 256:  # forget jobs long gone
             self.facts = dict(present)
+        if len(self.merged) > 2 * len(by_shape) + 256:  # forget merges of shapes long gone
+            self.merged = {}
 
     def rank(
         self, ctx: CycleContext, pending: tuple[PendingJob, ...], drop_hopeless: bool = False
@@ -210,17 +230,28 @@ class Ranker:
         for value in sorted(groups):
             ranked.extend(self._joined(groups[value]))
         queues = {
-            queue: [facts for prio in sorted(by_prio) for facts in self._joined(by_prio[prio])]
+            queue: self._joined(next(iter(by_prio.values())))
+            if len(by_prio) == 1
+            else list(chain.from_iterable(self._joined(by_prio[prio]) for prio in sorted(by_prio)))
             for queue, by_prio in borrowers.items()
         }
         return Ranking(ranked, queues, scores, self._joined(hopeless) if hopeless else [])
 
     def _joined(self, sids: list[int]) -> list[JobFacts]:
-        """The jobs of these rank shapes, in submission order (then name)."""
+        """The jobs of these rank shapes, in submission order (then name). The list is shared
+        (the caller must not change it): a merge is kept from one cycle to the next while its
+        shapes' lists stay the same, as a waiting backlog's mostly do."""
         by_shape = self.by_shape
         if len(sids) == 1:
             return by_shape[sids[0]]
-        return sorted(chain.from_iterable(map(by_shape.__getitem__, sids)), key=_tail)
+        key = tuple(sids)
+        stamps = tuple(map(self.changed_at.__getitem__, sids))
+        known = self.merged.get(key)
+        if known is not None and known[0] == stamps:
+            return known[1]
+        merged = sorted(chain.from_iterable(map(by_shape.__getitem__, sids)), key=_tail)
+        self.merged[key] = (stamps, merged)
+        return merged
 
 
 class Ranking:

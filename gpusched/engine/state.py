@@ -13,12 +13,15 @@ It holds, each kept while the snapshot's objects it was built from stay the same
 - the node layout (``placement.Layout``: node numbering, flavors per node, topology domains),
   while the snapshot's clusters and flavors are the same tuple objects and its topology levels
   are equal;
-- the static part of the quotas (``quota.QuotaStatics``), while every queue keeps its quota
-  objects (the state keeps the queues, so their ids are not reused meanwhile);
+- the static part of the quotas (``quota.QuotaStatics``, with its ``never_fits`` answers), while
+  every queue keeps its quota objects (the state keeps the queues, so their ids are not reused
+  meanwhile);
 - the bookkeeping of the admitted jobs (``bookkeeping.Bookkeeping``): free capacity, quota usage,
   running jobs, victim pools and estimated ends, brought up to date by the jobs that came and
   went since the last snapshot, while the layout, service classes and default runtime stay;
-- the ranker (``ranking.Ranker``): each pending job's facts and the waiting jobs per rank shape.
+- the ranker (``ranking.Ranker``): each pending job's facts, the waiting jobs per rank shape and
+  their merges, and, while the quotas stay the same, what the walk read of the quotas by usage
+  (each rank shape's share, each queue's ``blocks_all`` answer).
 
 ``memoize=False`` turns off the walk's reuse of what it learned about job shapes on the
 cycle's current state (``memo.WalkMemo``), to test that the reuse changes no decision.
