@@ -4,6 +4,7 @@ permission classes in gpuplatform/rest.py (403)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from django.db.models import Prefetch, QuerySet
@@ -35,7 +36,13 @@ from queues.api.audited import (
     AuditedQueueWritesMixin,
     AuditedWritesMixin,
 )
-from queues.api.job_serializers import JobEventSerializer, JobSerializer, JobSubmitSerializer
+from queues.api.job_serializers import (
+    JOB_ROW,
+    JobEventSerializer,
+    JobRow,
+    JobSerializer,
+    JobSubmitSerializer,
+)
 from queues.api.serializers import (
     ClusterSerializer,
     CohortSerializer,
@@ -259,12 +266,23 @@ class JobViewSet(
     def get_queryset(self) -> QuerySet[Job]:
         jobs = Job.objects.visible_to(self.request.user)
         if self.action == "list":
-            return jobs.listed_with_clusters()
+            return jobs  # read as values by ``list``
         return jobs.select_related(
             "queue__team", "owner", "service_class", "cluster", "runtime"
         ).prefetch_related(
             Prefetch("flavor_links", queryset=JobFlavor.objects.select_related("flavor"))
         )
+
+    def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        """The visible jobs, filtered and ordered as any list (``filter_queryset``), the page
+        read as values (``JOB_ROW``: no model instances) and counted on the jobs alone (the
+        values' joins would be counted too), each written by ``JobSerializer.rows_json``."""
+        jobs = self.filter_queryset(self.get_queryset())
+        rows = _Rows(jobs)
+        page = self.paginate_queryset(rows)
+        serializer = self.get_serializer()
+        data = serializer.rows_json(list(rows) if page is None else page)
+        return self.get_paginated_response(data) if page is not None else Response(data)
 
     def get_serializer_class(self) -> type[BaseSerializer[Any]]:
         if self.action in ("create", "estimate"):
@@ -400,3 +418,20 @@ class JobViewSet(
         except LogsUnavailable as error:
             return Response({"detail": str(error)}, status=status.HTTP_503_SERVICE_UNAVAILABLE)
         return Response(JobLogsSerializer(result.as_dict()).data)
+
+
+class _Rows:
+    """Jobs for a paginator: counted as the queryset (no joins), sliced as ``JobRow`` values."""
+
+    def __init__(self, jobs: QuerySet[Job]) -> None:
+        self.jobs = jobs
+        self.ordered = jobs.ordered
+
+    def count(self) -> int:
+        return self.jobs.count()
+
+    def __getitem__(self, index: slice) -> list[JobRow]:
+        return [JobRow(*values) for values in self.jobs.values_list(*JOB_ROW)[index]]
+
+    def __iter__(self) -> Iterator[JobRow]:
+        return iter(self[:])

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -36,41 +36,6 @@ class JobQuerySet(models.QuerySet["Job"]):
         if not user.is_authenticated:
             return self.none()
         return self.filter(queue__team__in=Team.objects.of_member(user))
-
-    def listed(self) -> JobQuerySet:
-        """The jobs as the lists (the page and the API) show them: with their queue, team,
-        owner, class and runtime row in the same query, of which only the columns shown (names,
-        the pending explanation), and each with ``ranked_flavors``; a fixed number of queries
-        however many jobs there are. The cluster and the runtime's flavor are not joined:
-        PostgreSQL's planning time grows fast with the tables joined (measured, 50 jobs of
-        20,000: 0.6 ms with five tables, 1.3 ms with six, 3.1 with seven, 5.6 with eight,
-        where running the query takes 0.5 ms); the flavor's name is in ``ranked_flavors``."""
-        jobs = self.select_related("queue__team", "owner", "service_class", "runtime").only(
-            *LISTED_COLUMNS
-        )
-        jobs._iterable_class = _WithRankedFlavors
-        return jobs
-
-    def listed_with_clusters(self) -> JobQuerySet:
-        """``listed`` with each job's cluster (its name) read by a query of its own."""
-        from queues.models.resources import Cluster
-
-        return self.listed().prefetch_related(
-            models.Prefetch("cluster", queryset=Cluster.objects.only("name"))
-        )
-
-
-class _WithRankedFlavors(models.query.ModelIterable):
-    """The jobs, each with ``ranked_flavors``: its acceptable flavors as (id, name), most
-    preferred first, read for all of them by one query of values (Django's prefetch of the
-    links, as link and flavor instances, took 3-5 ms of CPU for 50 jobs)."""
-
-    def __iter__(self) -> Iterator[Job]:
-        jobs = list(super().__iter__())
-        ranked = ranked_flavors([job.pk for job in jobs])
-        for job in jobs:
-            job.ranked_flavors = ranked.get(job.pk, [])
-        return iter(jobs)
 
 
 def ranked_flavors(job_ids: list[int]) -> dict[int, list[tuple[int, str]]]:
@@ -412,18 +377,3 @@ class CycleRun(models.Model):
 
     def __str__(self) -> str:
         return f"cycle at {self.started_at:%Y-%m-%d %H:%M:%S}"
-
-
-LISTED_COLUMNS = (
-    *(field.name for field in Job._meta.concrete_fields),
-    "queue__name",
-    "queue__team__name",
-    "owner__username",
-    "service_class__name",
-    "runtime__flavor_id",
-    "runtime__pending_reason",
-    "runtime__pending_message",
-    "runtime__estimated_start",
-)
-"""What the lists read of a job (``JobQuerySet.listed``): its own columns and, of the rows it
-relates to, the names and the pending explanation."""
