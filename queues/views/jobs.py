@@ -30,6 +30,7 @@ from accounting.pricing import currency
 from accounting.rating import RatingError
 from gpuplatform import access
 from gpuplatform.plain_widgets import PLAIN_WIDGETS, printed
+from gpusched.engine.preemption import STOP_BOUND
 from queues.models import (
     Flavor,
     IllegalTransition,
@@ -335,6 +336,7 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "can_cancel": not job.is_finished and access.can_cancel_job(request.user, job),
             "can_copy": access.submittable_queues(request.user).filter(pk=job.queue_id).exists(),
             "live_seconds": LIVE_SECONDS,
+            "stop_bound": STOP_BOUND,
             "workers": _workers(request, job)
             if access.can_read_job_logs(request.user, job)
             else None,

@@ -113,6 +113,23 @@ def test_job_detail_says_why_pending_with_numbers_and_placement_once_running(
     assert "<td>1</td><td>8</td>" in html  # one worker with 8 GPUs on one node
 
 
+def test_job_detail_says_when_the_stop_bound_protects_a_job(
+    client: Client, researcher_a: User, sim_cluster: Cluster, submit: Callable[..., Job],
+    cycle: Callable[..., Any],
+) -> None:  # fmt: skip
+    """docs/SCHEDULING.md rule 1: after three stops only a reclaim may stop a job again."""
+    job = submit(gpus=8)
+    cycle(later(1))
+    client.force_login(researcher_a)
+    url = reverse("job-detail", args=[job.pk])
+    Job.objects.filter(pk=job.pk).update(preemption_count=2)
+    html = client.get(url).content.decode()
+    assert "Preempted</dt><dd>2 times" in html and 'id="stop-bound"' not in html
+    Job.objects.filter(pk=job.pk).update(preemption_count=3)
+    html = client.get(url).content.decode()
+    assert "no longer stopped for fair sharing or priority" in html
+
+
 def test_owner_cancels_their_job_with_a_post(
     client: Client, researcher_a: User, sim_cluster: Cluster, submit: Callable[..., Job]
 ) -> None:
