@@ -73,7 +73,7 @@ class _Search:
         self.res = res if long_job else None
         self.late: dict[int, int] = {}
         self.late_quota = 0
-        # rule 3's shares in a flat cohort (``_share``), by (queue, its change count, extra)
+        # rule 3's shares in a flat cohort (``_share``), by (queue, its usage of the flavor, extra)
         self.flat = not ctx.quota.tree.hierarchical
         self.shares: dict[tuple[str, int, int | None], float] = {}
 
@@ -139,12 +139,12 @@ class _Search:
 
     def _share(self, queue: str, extra: int | None) -> float:
         """``QuotaState.share`` of a queue in a flat cohort, with ``extra`` units of this
-        flavor (None: as it is). Such a share reads the queue's own usage alone, so it is kept
-        while the queue's change count stays the same; the count only grows during a search
-        (``plan_preemption`` restores it at the end only), and the preemptor's share is asked
-        again for every candidate."""
+        flavor (None: as it is). Such a share reads the queue's own usage alone, and a search
+        changes the usage of its flavor only, so it is kept by that usage: the minimal-set pass
+        undoes and applies victims again and again, which comes back to the same usages (a
+        change count never does)."""
         quota = self.ctx.quota
-        key = (queue, quota.changes_of.get(queue, 0), extra)
+        key = (queue, quota.usage.get((queue, self.flavor), 0), extra)
         known = self.shares.get(key)
         if known is None:
             flavor = None if extra is None else self.flavor
@@ -182,26 +182,42 @@ class _Search:
             clusters=self.job.clusters or None,
         )
 
-    def still_allowed(self, victims: list[Victim]) -> bool:
-        """Undo everything, then re-apply ``victims`` in order checking each is allowed."""
-        for v in reversed(self.victims):
-            self.undo(v)
-        ok = True
-        applied: list[Victim] = []
-        for v in victims:
-            units = sum(v.removed.values()) * v.job.g
-            reason = self.reason_for(v.job, units)
+    def still_allowed(self, pos: int, prefix: list[str | None]) -> bool:
+        """With the victim that was at ``pos`` dropped (undone and out of ``victims``): whether
+        each victim left is still allowed with only the victims before it in the list removed,
+        in order (each allowed one takes the reason found; the first refused one ends the
+        check). Leaves the trial state as it found it.
+
+        The victims before ``pos`` are the same in every try of the minimal-set pass (it drops
+        newest first), so their answers are found once (``prefix``, filled by the first call)
+        and only the victims after ``pos`` are undone and checked again, one by one."""
+        victims = self.victims
+        later = victims[pos:]
+        if len(prefix) < pos:  # the first call: nothing dropped yet, so pos is the largest
+            for v in reversed(victims):
+                self.undo(v)
+            prefix[:] = []
+            for v in victims[:pos]:
+                prefix.append(self.reason_for(v.job, sum(v.removed.values()) * v.job.g))
+                self.apply(v)
+            for v in later:
+                self.apply(v)
+        for j in range(pos):
+            reason = prefix[j]
             if reason is None:
-                ok = False
-                break
+                return False
+            victims[j].reason = reason
+        for v in reversed(later):
+            self.undo(v)
+        for k, v in enumerate(later):
+            reason = self.reason_for(v.job, sum(v.removed.values()) * v.job.g)
+            if reason is None:
+                for w in later[k:]:
+                    self.apply(w)
+                return False
             v.reason = reason
             self.apply(v)
-            applied.append(v)
-        for v in reversed(applied):
-            self.undo(v)
-        for v in self.victims:
-            self.apply(v)
-        return ok
+        return True
 
     def undo_all(self) -> None:
         for v in reversed(self.victims):
@@ -324,11 +340,12 @@ def _plan(
         s.undo_all()
         return None
     # minimal set: drop, newest choice first, every victim not needed
+    prefix: list[str | None] = []  # still_allowed's answers for the victims before pos
     for pos in range(len(s.victims) - 1, -1, -1):
         v = s.victims[pos]
         s.undo(v)
         del s.victims[pos]
-        if s.fits() is not None and s.still_allowed(s.victims):
+        if s.fits() is not None and s.still_allowed(pos, prefix):
             continue
         s.apply(v)
         s.victims.insert(pos, v)
