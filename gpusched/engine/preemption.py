@@ -76,6 +76,9 @@ class _Search:
         # rule 3's shares in a flat cohort (``_share``), by (queue, its usage of the flavor, extra)
         self.flat = not ctx.quota.tree.hierarchical
         self.shares: dict[tuple[str, int, int | None], float] = {}
+        # the minimal-set pass's worker slots per cluster (``count_slots``), kept by ``apply``
+        self.slots: dict[str, int] | None = None
+        self.cluster_of: dict[int, str] = {}
 
     # -- applying and undoing a victim on the trial state --------------------------------------
     def apply(self, v: Victim, sign: int = 1) -> None:
@@ -83,12 +86,19 @@ class _Search:
         units = 0
         res = self.res
         late = res is not None and v.job.est_end > res.start
+        slots = self.slots
         for i, w in v.removed.items():
             u = w * v.job.g * sign
             units += u
             if i in self.free:
-                self.free[i] += u
+                before = self.free[i]
+                self.free[i] = before + u
                 self.free_total += u
+                if slots is not None and i in self.cluster_of:
+                    g = self.job.gpus_per_worker
+                    after = before + u
+                    change = (after // g if after >= g else 0) - (before // g if before >= g else 0)
+                    slots[self.cluster_of[i]] += change
             if late and res is not None and i in res.spare:
                 self.late[i] = self.late.get(i, 0) + u
         if late and res is not None and v.job.queue == res.queue:
@@ -151,15 +161,16 @@ class _Search:
             known = self.shares[key] = quota.share(queue, flavor, extra or 0)
         return known
 
-    def fits(self) -> Placement | None:
-        if self.free_total < self.need:
-            return None
+    def quota_fits(self) -> bool:
         quota = self.ctx.quota
         if quota.blocked_reason(self.job.queue, self.flavor, self.need, self.cls.can_borrow):
-            return None
-        if self.job.queue in self.ctx.nominal_only and not quota.within_nominal(
+            return False
+        return self.job.queue not in self.ctx.nominal_only or quota.within_nominal(
             self.job.queue, self.flavor, self.need
-        ):
+        )
+
+    def fits(self) -> Placement | None:
+        if self.free_total < self.need or not self.quota_fits():
             return None
         free = self.free
         if self.res is not None:
@@ -181,6 +192,35 @@ class _Search:
             first_fit=self.ctx.policy.first_fit,
             clusters=self.job.clusters or None,
         )
+
+    def count_slots(self) -> None:
+        """Start keeping, per cluster ``fits`` would try, the preemptor's worker slots (free
+        units // GPUs per worker, on nodes that take one) as victims are applied and undone.
+        Without a topology or a reservation, ``place`` packs on the trial free map and finds a
+        placement exactly when a cluster has ``least`` slots (``_pack``): ``can_fit`` then
+        answers without packing."""
+        if self.res is not None or self.job.topology is not None or self.least < 1:
+            return
+        g = self.job.gpus_per_worker
+        by_cluster = self.ctx.cap.nodes.get(self.flavor, {})
+        free = self.free
+        self.slots = {}
+        for name in self.job.clusters or list(by_cluster):
+            total = 0
+            for i in by_cluster.get(name, ()):
+                self.cluster_of[i] = name
+                f = free.get(i, 0)
+                if f >= g:
+                    total += f // g
+            self.slots[name] = total
+
+    def can_fit(self) -> bool:
+        """Whether ``fits`` finds a placement (cheaper while ``count_slots`` applies)."""
+        if self.slots is None:
+            return self.fits() is not None
+        if self.free_total < self.need or not self.quota_fits():
+            return False
+        return any(n >= self.least for n in self.slots.values())
 
     def still_allowed(self, pos: int, prefix: list[str | None]) -> bool:
         """With the victim that was at ``pos`` dropped (undone and out of ``victims``): whether
@@ -341,14 +381,16 @@ def _plan(
         return None
     # minimal set: drop, newest choice first, every victim not needed
     prefix: list[str | None] = []  # still_allowed's answers for the victims before pos
+    s.count_slots()
     for pos in range(len(s.victims) - 1, -1, -1):
         v = s.victims[pos]
         s.undo(v)
         del s.victims[pos]
-        if s.fits() is not None and s.still_allowed(pos, prefix):
+        if s.can_fit() and s.still_allowed(pos, prefix):
             continue
         s.apply(v)
         s.victims.insert(pos, v)
+    s.slots = None
     placement = s.fits()
     assert placement is not None
     _give_back(s, placement)
