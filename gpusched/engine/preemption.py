@@ -73,9 +73,12 @@ class _Search:
         self.res = res if long_job else None
         self.late: dict[int, int] = {}
         self.late_quota = 0
-        # rule 3's shares in a flat cohort (``_share``), by (queue, its change count, extra)
+        # rule 3's shares in a flat cohort (``_share``), by (queue, its usage of the flavor, extra)
         self.flat = not ctx.quota.tree.hierarchical
         self.shares: dict[tuple[str, int, int | None], float] = {}
+        # the minimal-set pass's worker slots per cluster (``count_slots``), kept by ``apply``
+        self.slots: dict[str, int] | None = None
+        self.cluster_of: dict[int, str] = {}
 
     # -- applying and undoing a victim on the trial state --------------------------------------
     def apply(self, v: Victim, sign: int = 1) -> None:
@@ -83,12 +86,19 @@ class _Search:
         units = 0
         res = self.res
         late = res is not None and v.job.est_end > res.start
+        slots = self.slots
         for i, w in v.removed.items():
             u = w * v.job.g * sign
             units += u
             if i in self.free:
-                self.free[i] += u
+                before = self.free[i]
+                self.free[i] = before + u
                 self.free_total += u
+                if slots is not None and i in self.cluster_of:
+                    g = self.job.gpus_per_worker
+                    after = before + u
+                    change = (after // g if after >= g else 0) - (before // g if before >= g else 0)
+                    slots[self.cluster_of[i]] += change
             if late and res is not None and i in res.spare:
                 self.late[i] = self.late.get(i, 0) + u
         if late and res is not None and v.job.queue == res.queue:
@@ -139,27 +149,28 @@ class _Search:
 
     def _share(self, queue: str, extra: int | None) -> float:
         """``QuotaState.share`` of a queue in a flat cohort, with ``extra`` units of this
-        flavor (None: as it is). Such a share reads the queue's own usage alone, so it is kept
-        while the queue's change count stays the same; the count only grows during a search
-        (``plan_preemption`` restores it at the end only), and the preemptor's share is asked
-        again for every candidate."""
+        flavor (None: as it is). Such a share reads the queue's own usage alone, and a search
+        changes the usage of its flavor only, so it is kept by that usage: the minimal-set pass
+        undoes and applies victims again and again, which comes back to the same usages (a
+        change count never does)."""
         quota = self.ctx.quota
-        key = (queue, quota.changes_of.get(queue, 0), extra)
+        key = (queue, quota.usage.get((queue, self.flavor), 0), extra)
         known = self.shares.get(key)
         if known is None:
             flavor = None if extra is None else self.flavor
             known = self.shares[key] = quota.share(queue, flavor, extra or 0)
         return known
 
-    def fits(self) -> Placement | None:
-        if self.free_total < self.need:
-            return None
+    def quota_fits(self) -> bool:
         quota = self.ctx.quota
         if quota.blocked_reason(self.job.queue, self.flavor, self.need, self.cls.can_borrow):
-            return None
-        if self.job.queue in self.ctx.nominal_only and not quota.within_nominal(
+            return False
+        return self.job.queue not in self.ctx.nominal_only or quota.within_nominal(
             self.job.queue, self.flavor, self.need
-        ):
+        )
+
+    def fits(self) -> Placement | None:
+        if self.free_total < self.need or not self.quota_fits():
             return None
         free = self.free
         if self.res is not None:
@@ -182,26 +193,71 @@ class _Search:
             clusters=self.job.clusters or None,
         )
 
-    def still_allowed(self, victims: list[Victim]) -> bool:
-        """Undo everything, then re-apply ``victims`` in order checking each is allowed."""
-        for v in reversed(self.victims):
-            self.undo(v)
-        ok = True
-        applied: list[Victim] = []
-        for v in victims:
-            units = sum(v.removed.values()) * v.job.g
-            reason = self.reason_for(v.job, units)
+    def count_slots(self) -> None:
+        """Start keeping, per cluster ``fits`` would try, the preemptor's worker slots (free
+        units // GPUs per worker, on nodes that take one) as victims are applied and undone.
+        Without a topology or a reservation, ``place`` packs on the trial free map and finds a
+        placement exactly when a cluster has ``least`` slots (``_pack``): ``can_fit`` then
+        answers without packing."""
+        if self.res is not None or self.job.topology is not None or self.least < 1:
+            return
+        g = self.job.gpus_per_worker
+        by_cluster = self.ctx.cap.nodes.get(self.flavor, {})
+        free = self.free
+        self.slots = {}
+        for name in self.job.clusters or list(by_cluster):
+            total = 0
+            for i in by_cluster.get(name, ()):
+                self.cluster_of[i] = name
+                f = free.get(i, 0)
+                if f >= g:
+                    total += f // g
+            self.slots[name] = total
+
+    def can_fit(self) -> bool:
+        """Whether ``fits`` finds a placement (cheaper while ``count_slots`` applies)."""
+        if self.slots is None:
+            return self.fits() is not None
+        if self.free_total < self.need or not self.quota_fits():
+            return False
+        return any(n >= self.least for n in self.slots.values())
+
+    def still_allowed(self, pos: int, prefix: list[str | None]) -> bool:
+        """With the victim that was at ``pos`` dropped (undone and out of ``victims``): whether
+        each victim left is still allowed with only the victims before it in the list removed,
+        in order (each allowed one takes the reason found; the first refused one ends the
+        check). Leaves the trial state as it found it.
+
+        The victims before ``pos`` are the same in every try of the minimal-set pass (it drops
+        newest first), so their answers are found once (``prefix``, filled by the first call)
+        and only the victims after ``pos`` are undone and checked again, one by one."""
+        victims = self.victims
+        later = victims[pos:]
+        if len(prefix) < pos:  # the first call: nothing dropped yet, so pos is the largest
+            for v in reversed(victims):
+                self.undo(v)
+            prefix[:] = []
+            for v in victims[:pos]:
+                prefix.append(self.reason_for(v.job, sum(v.removed.values()) * v.job.g))
+                self.apply(v)
+            for v in later:
+                self.apply(v)
+        for j in range(pos):
+            reason = prefix[j]
             if reason is None:
-                ok = False
-                break
+                return False
+            victims[j].reason = reason
+        for v in reversed(later):
+            self.undo(v)
+        for k, v in enumerate(later):
+            reason = self.reason_for(v.job, sum(v.removed.values()) * v.job.g)
+            if reason is None:
+                for w in later[k:]:
+                    self.apply(w)
+                return False
             v.reason = reason
             self.apply(v)
-            applied.append(v)
-        for v in reversed(applied):
-            self.undo(v)
-        for v in self.victims:
-            self.apply(v)
-        return ok
+        return True
 
     def undo_all(self) -> None:
         for v in reversed(self.victims):
@@ -324,14 +380,17 @@ def _plan(
         s.undo_all()
         return None
     # minimal set: drop, newest choice first, every victim not needed
+    prefix: list[str | None] = []  # still_allowed's answers for the victims before pos
+    s.count_slots()
     for pos in range(len(s.victims) - 1, -1, -1):
         v = s.victims[pos]
         s.undo(v)
         del s.victims[pos]
-        if s.fits() is not None and s.still_allowed(s.victims):
+        if s.can_fit() and s.still_allowed(pos, prefix):
             continue
         s.apply(v)
         s.victims.insert(pos, v)
+    s.slots = None
     placement = s.fits()
     assert placement is not None
     _give_back(s, placement)
