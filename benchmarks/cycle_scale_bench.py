@@ -9,7 +9,12 @@ cohorts): a first cycle fills part of the cluster, then the pending jobs are sub
 ``run_cycle`` is timed on a snapshot at t=60 s with explanations on, as the live cycle runs it:
 
 - ``fresh``: a new ``EngineState`` every cycle (the live cycle: every snapshot object is new);
-- ``kept``: the simulator's state kept across cycles (the simulator and ``scale_sweep.py``).
+- ``kept``: the simulator's state kept across cycles (the simulator and ``scale_sweep.py``);
+- ``live``: what the live cycle does now: every snapshot object copied anew (as a read from the
+  database makes them; the copy is not timed), then handed to the engine through the process's
+  ``SnapshotKeep`` (gpusched/engine/snapshot_keep.py: the last cycle's equal objects swapped
+  in, timed) and decided with its kept state. Nothing changes between two timed cycles here, so
+  every object is found again: a live cycle where a few jobs changed costs a little more.
 
 Each tree runs in a process of its own (its own interpreter and code, the world built once per
 process); the rounds alternate between them, so both see the same machine load. Prints wall and
@@ -42,6 +47,13 @@ def serve(root: Path, nodes: int, pending: int, queues: int) -> int:
 
     from gpusched.engine.cycle import run_cycle
     from gpusched.engine.state import EngineState
+
+    try:
+        from gpusched.engine.snapshot_keep import SnapshotKeep
+
+        keep = SnapshotKeep()
+    except ImportError:  # an older tree: no live mode
+        keep = None
     from gpusched.sim.scenario import parse_scenario
     from gpusched.sim.simulate import Simulator
 
@@ -59,10 +71,20 @@ def serve(root: Path, nodes: int, pending: int, queues: int) -> int:
     for line in sys.stdin:
         mode = line.strip()
         snapshot = sim.snapshot(60.0)
-        state = EngineState() if mode == "fresh" else sim.engine_state
-        wall, cpu = time.perf_counter(), time.process_time()
-        result = run_cycle(snapshot, "default", explain_pending=True, state=state)
-        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        if mode == "live":
+            if keep is None:
+                print(json.dumps({"error": "this tree has no SnapshotKeep"}), flush=True)
+                continue
+            snapshot = copied(snapshot)
+            wall, cpu = time.perf_counter(), time.process_time()
+            with keep.use(snapshot) as (same, state):
+                result = run_cycle(same, "default", explain_pending=True, state=state)
+            wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        else:
+            state = EngineState() if mode == "fresh" else sim.engine_state
+            wall, cpu = time.perf_counter(), time.process_time()
+            result = run_cycle(snapshot, "default", explain_pending=True, state=state)
+            wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
         digest = hashlib.sha256(
             repr(
                 (
@@ -89,6 +111,27 @@ def serve(root: Path, nodes: int, pending: int, queues: int) -> int:
             flush=True,
         )
     return 0
+
+
+def copied(snapshot: Any) -> Any:
+    """The snapshot with every job, cluster, class, queue and cohort a new, equal object, as
+    the live cycle's read from the database gives them."""
+    import copy
+    import dataclasses
+
+    def fresh(items: Any) -> tuple[Any, ...]:
+        return tuple(copy.deepcopy(item) for item in items)
+
+    return dataclasses.replace(
+        snapshot,
+        pending=tuple(copy.copy(job) for job in snapshot.pending),
+        admitted=tuple(copy.copy(job) for job in snapshot.admitted),
+        clusters=fresh(snapshot.clusters),
+        flavors=fresh(snapshot.flavors),
+        service_classes=fresh(snapshot.service_classes),
+        queues=fresh(snapshot.queues),
+        cohorts=fresh(snapshot.cohorts),
+    )
 
 
 class Worker:
@@ -118,6 +161,8 @@ class Worker:
         if not line:
             raise RuntimeError(f"{self.label}: the worker exited")
         answer: dict[str, Any] = json.loads(line)
+        if "error" in answer:
+            raise RuntimeError(f"{self.label}: {answer['error']}")
         return answer
 
     def cycle(self, mode: str) -> dict[str, Any]:
@@ -139,7 +184,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--queues", type=int, default=100)
     parser.add_argument("--cycles", type=int, default=3, help="timed cycles per mode and round")
     parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--modes", default="fresh,kept")
+    parser.add_argument("--modes", default="fresh,kept,live", help="of: fresh, kept, live")
     parser.add_argument("--against", type=Path, help="another checkout, e.g. the old commit's")
     parser.add_argument("--serve", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)

@@ -7,8 +7,10 @@ service takes a lease), so extra ticks that find a cycle already running simply 
 
 Celery makes one instance of a task class per worker process; `CycleTask` holds the process's
 `DriverPool` there, so the Kubernetes drivers (and the watches they follow their clusters with)
-live from one cycle to the next in that process. It is made on the first cycle the process
-runs, after the prefork pool has forked: no connection is ever shared between processes.
+live from one cycle to the next in that process, and its `SnapshotKeep`, so the engine reuses
+what it learned about the jobs and nodes that did not change (gpusched/engine/snapshot_keep.py).
+Both are made on the first cycle the process runs, after the prefork pool has forked: no
+connection is ever shared between processes.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import logging
 
 from celery import Task, shared_task
 
+from gpusched.engine.snapshot_keep import SnapshotKeep
 from queues.clusters.pool import DriverPool
 from queues.services import run_cycle
 from queues.services.jobs import cycle_started
@@ -25,15 +28,23 @@ logger = logging.getLogger(__name__)
 
 
 class CycleTask(Task):  # type: ignore[misc]
-    """The cycle task's class: its one instance per worker process keeps the drivers."""
+    """The cycle task's class: its one instance per worker process keeps the drivers and the
+    engine's state."""
 
     _drivers: DriverPool | None = None
+    _keep: SnapshotKeep | None = None
 
     @property
     def drivers(self) -> DriverPool:
         if self._drivers is None:
             self._drivers = DriverPool()
         return self._drivers
+
+    @property
+    def keep(self) -> SnapshotKeep:
+        if self._keep is None:
+            self._keep = SnapshotKeep()
+        return self._keep
 
 
 @shared_task(
@@ -43,7 +54,7 @@ def run_scheduling_cycle(self: CycleTask) -> int | None:
     """Run one scheduling cycle; returns its ``CycleRun`` id (None: skipped, lease taken)."""
     hostname = getattr(self.request, "hostname", None) or ""
     cycle_started()
-    report = run_cycle(worker=hostname, drivers=self.drivers)
+    report = run_cycle(worker=hostname, drivers=self.drivers, keep=self.keep)
     logger.info(
         "scheduling cycle tick (cycle run %s on %s): %s",
         report.cycle_run_id,

@@ -3,8 +3,9 @@
 ``run_cycle(snapshot, policy, state=...)`` and ``estimate(...)`` decide from the snapshot alone;
 the state only saves work when the next snapshot shares objects with the last one (the
 simulator's do, cycle after cycle), and changes no decision. Each caller holds its own: the
-simulator one per run, a test its own, the live cycle and the live estimate a fresh one per call
-(they build every snapshot object anew from the database, so nothing kept would be found again).
+simulator one per run, a test its own, the live estimate a fresh one per call; the live cycle,
+which reads every snapshot object anew from the database, keeps one per worker process through a
+``SnapshotKeep`` (snapshot_keep.py), which hands it the last cycle's objects where they are equal.
 No engine module keeps state of its own. A state serves one caller at a time: it has no lock,
 and two threads must not share one.
 

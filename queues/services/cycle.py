@@ -27,7 +27,7 @@ from accounting.services import accrue_usage
 from dashboards.rollup import record_cycle
 from gpuplatform.logs import cycle_context
 from gpusched.engine.cycle import run_cycle as decide
-from gpusched.engine.state import EngineState
+from gpusched.engine.snapshot_keep import SnapshotKeep
 from queues.clusters.pool import DriverPool
 from queues.kueue_metrics import record_admission_waits
 from queues.models import CycleRun
@@ -49,17 +49,20 @@ def run_cycle(
     policy: str = "default",
     worker: str = "",
     drivers: DriverPool | None = None,
+    keep: SnapshotKeep | None = None,
 ) -> CycleReport:
     """Run one cycle at ``now`` (default: the current time) and report what it did.
 
     ``drivers``: the caller's pool of cluster drivers kept across its cycles (the Celery worker
     process keeps one, queues/tasks.py); without one the clusters are read from scratch.
+    ``keep``: likewise, the engine state and last snapshot kept across the caller's cycles
+    (snapshot_keep.py; it changes no decision); without one the engine starts afresh.
 
     Every log line written meanwhile (decisions, side effects, driver calls) carries the cycle's
     id (``report.cycle_id``; gpuplatform/logs.py), and the last one names its ``CycleRun``."""
     report = CycleReport(now=now or timezone.now(), cycle_id=uuid.uuid4().hex[:12])
     with cycle_context(report.cycle_id):
-        _run(report, now, policy, worker, drivers)
+        _run(report, now, policy, worker, drivers, keep or SnapshotKeep())
     return report
 
 
@@ -69,6 +72,7 @@ def _run(
     policy: str,
     worker: str,
     drivers: DriverPool | None,
+    keep: SnapshotKeep,
 ) -> None:
     holder = lease.new_holder()
     if not lease.acquire(holder):
@@ -77,7 +81,7 @@ def _run(
         return
     try:
         with lease.Renewal(holder):
-            _work(report, now, policy, worker or holder, holder, drivers)
+            _work(report, now, policy, worker or holder, holder, drivers, keep)
     finally:
         lease.release(holder)
     logger.info(
@@ -92,6 +96,7 @@ def _work(
     worker: str,
     holder: str,
     drivers: DriverPool | None,
+    keep: SnapshotKeep,
 ) -> None:
     moment = report.now
     started = time.perf_counter()
@@ -102,9 +107,9 @@ def _work(
             observe.finish_stops(moment, report)
     with phases("snapshot"):
         live = build_snapshot(moment)
-    with phases("decide"):
-        # a fresh engine state: every snapshot object is new, so nothing kept is reused
-        result = decide(live.snapshot, policy, state=EngineState())
+    with phases("decide"), keep.use(live.snapshot) as (snapshot, state):
+        live.snapshot = snapshot  # the same values, with the last cycle's equal objects
+        result = decide(snapshot, policy, state=state)
     with phases("apply"), transaction.atomic():
         lease.confirm(holder)
         effects += apply_result(live, result, report)
