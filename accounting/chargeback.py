@@ -21,8 +21,6 @@ from decimal import Decimal
 from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.core.exceptions import EmptyResultSet
-from django.db import connection
 from django.db.models import Count, Q, QuerySet, Sum
 from django.utils.dateparse import parse_date, parse_datetime
 
@@ -37,6 +35,7 @@ from accounting.grouping import (
 )
 from accounting.models import UsageRecord
 from accounting.pricing import VALUE_FIELDS, Related, currency, load_price_list
+from gpuplatform import fast_rows
 from queues.models import Cluster, Cohort, Flavor, Queue, ServiceClass, Team
 
 ZERO = Decimal(0)
@@ -177,7 +176,7 @@ def _edge_totals(
     kept = _Rated()
     # Streaming (CSV) reads them through a server-side cursor (memory stays flat); otherwise one
     # plain query: a cursor's DECLARE, FETCH and CLOSE are three round trips for a few rows.
-    for row in edges.iterator(chunk_size=2000) if stream else _fetched(edges):
+    for row in edges.iterator(chunk_size=2000) if stream else fast_rows.fetched(edges):
         flavor, service_class, units, geq, start, end, count = row[width:]
         lower, upper = max(start, period.start), min(end, period.end)
         inputs = (flavor, service_class, units, geq, lower, upper)
@@ -195,29 +194,6 @@ def _edge_totals(
     return out
 
 
-def _fetched(rows: QuerySet[Any]) -> list[tuple[Any, ...]]:
-    """The rows of a values_list query. On PostgreSQL its timestamps are read by psycopg's own
-    (compiled) loader: Django replaces it on every connection by a Python one (to set its time
-    zone) that took 4.5 of a chargeback request's 13 ms of CPU for the 1,200 timestamps of 600
-    edge rows. The values are the same (the session's time zone is the connection's), and this
-    query's values need no converter of Django's (ids, numbers, timestamps, text)."""
-    if connection.vendor != "postgresql":
-        return list(rows)
-    import psycopg
-    from psycopg.pq import Format
-
-    try:
-        sql, params = rows.query.sql_with_params()
-    except EmptyResultSet:  # a filter no row can pass (no job ids): the ORM asks nothing either
-        return []
-    with connection.cursor() as cursor:
-        loader = psycopg.adapters.get_loader(TIMESTAMPTZ, Format.TEXT)
-        cursor.cursor.adapters.register_loader(TIMESTAMPTZ, loader)  # this cursor's alone
-        cursor.execute(sql, params)
-        return list(cursor.fetchall())
-
-
-TIMESTAMPTZ = 1184  # PostgreSQL's type oid
 UNNAMED = "-"  # what an edge row's interval carries for its labels (they do not price it)
 Sums = tuple[Decimal, Decimal, Decimal]  # unit-hours, GPU-equivalent hours, cost
 

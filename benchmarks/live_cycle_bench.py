@@ -10,7 +10,10 @@ generated world (one simulated cluster, ``--nodes`` nodes of 8 GPUs, ``--queues`
 - the first cycle (it admits what fits and explains every job left pending);
 - ``--cycles`` steady-state cycles (the cluster full, every job still pending) as cycles/second;
 - one steady-state cycle split into its phases: sync, snapshot, engine, apply;
-- the queries of one steady-state cycle, and of its ledger accrual alone (``accrue_usage``).
+- the queries of one steady-state cycle, and of its ledger accrual alone (``accrue_usage``);
+- with ``--keep-cycles N``: N steady cycles each without and with the ``SnapshotKeep`` the
+  Celery worker keeps between cycles (gpusched/engine/snapshot_keep.py), alternated, CPU of the
+  cycle, its snapshot read and its decision.
 
 ``--gpus 1`` makes every job one worker of one GPU (with ``--nodes`` large enough, everything
 runs: the accrual and launch paths at N running jobs).
@@ -209,6 +212,12 @@ def main() -> int:
     parser.add_argument("--cycles", type=int, default=10)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--gpus", type=int, default=None, help="every job: 1 worker x this")
+    parser.add_argument(
+        "--keep-cycles",
+        type=int,
+        default=0,
+        help="then this many steady cycles each without and with the worker's SnapshotKeep",
+    )
     args = parser.parse_args()
     url = os.environ.get("DATABASE_URL") or DEFAULT_URL
     if url.startswith(("postgres://", "postgresql://")):
@@ -304,7 +313,53 @@ def main() -> int:
         "one steady-state cycle by phase: "
         + ", ".join(f"{name} {seconds * 1000:.0f} ms" for name, seconds in phases.items())
     )
+    if args.keep_cycles:
+        keep_or_not(now, args.keep_cycles)
     return 0
+
+
+def keep_or_not(now: datetime, rounds: int) -> None:
+    """Steady cycles alternated without and with a ``SnapshotKeep`` (what the Celery worker
+    keeps between its cycles): CPU of the whole cycle, of reading the snapshot and of deciding
+    (medians; the first round is a warm-up)."""
+    import queues.services.cycle as live_cycle
+    from gpusched.engine.snapshot_keep import SnapshotKeep
+    from queues.services import run_cycle
+
+    spent: dict[str, float] = {}
+    build, decide = live_cycle.build_snapshot, live_cycle.decide
+
+    def timed(name: str, call: Any) -> Any:
+        def run(*args: Any, **kwargs: Any) -> Any:
+            cpu = time.process_time()
+            try:
+                return call(*args, **kwargs)
+            finally:
+                spent[name] = time.process_time() - cpu
+
+        return run
+
+    keep = SnapshotKeep()
+    seen: dict[str, list[tuple[float, float, float]]] = {"fresh": [], "kept": []}
+    live_cycle.build_snapshot = timed("snapshot", build)  # type: ignore[assignment]
+    live_cycle.decide = timed("decide", decide)
+    try:
+        for number in range(rounds + 1):
+            for mode in seen:
+                now += timedelta(seconds=1)
+                cpu = time.process_time()
+                run_cycle(now=now, keep=keep if mode == "kept" else None)
+                if number:
+                    cycle = time.process_time() - cpu
+                    seen[mode].append((cycle, spent["snapshot"], spent["decide"]))
+    finally:
+        live_cycle.build_snapshot, live_cycle.decide = build, decide  # type: ignore[assignment]
+    for mode, runs in seen.items():
+        cycle, snapshot, decided = (statistics.median(r[i] for r in runs) * 1000 for i in range(3))
+        print(
+            f"steady cycle {mode} ({len(runs)} cycles, CPU ms medians): cycle {cycle:.0f}, "
+            f"snapshot {snapshot:.0f}, decide {decided:.0f}; load {os.getloadavg()[0]:.1f}"
+        )
 
 
 if __name__ == "__main__":

@@ -10,7 +10,8 @@ snapshot's objects, and hands the engine, for every part of a new snapshot *equa
 one's (a job, the clusters with their nodes, the flavors, the service classes, a queue's
 quotas, the cohort tree), the last one's object. A job whose row changed (admitted, started,
 stopped, its quota or class edited) compares unequal and is new to the engine, so nothing stale
-is ever reused; equal objects are interchangeable.
+is ever reused; equal objects are interchangeable. The snapshot reader may also ask the keep for
+the object it made last cycle from the same inputs (``made``), and skip building it.
 
 The Celery worker keeps one per process beside its cluster drivers (queues/tasks.py). A keep
 serves one cycle at a time; a second caller meanwhile (which the scheduling lease already
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TypeVar, cast
 
@@ -41,6 +42,18 @@ class SnapshotKeep:
         self._last: engine.Snapshot | None = None
         self._jobs: dict[str, engine.PendingJob | engine.AdmittedJob] = {}
         self._quotas: dict[str, dict[str, engine.Quota]] = {}
+        # name -> (inputs, object): made by the last cycle's snapshot reader, by this cycle's
+        self._made: dict[str, tuple[tuple[object, ...], object]] = {}
+        self._making: dict[str, tuple[tuple[object, ...], object]] = {}
+
+    def made(self, name: str, inputs: tuple[object, ...], make: Callable[[], T]) -> T:
+        """``make()``, or the object the last cycle's snapshot reader made under this name from
+        equal ``inputs``: so a reader skips building what did not change. ``inputs`` must hold
+        everything the object is made from."""
+        found = self._made.get(name)
+        thing = cast(T, found[1]) if found is not None and found[0] == inputs else make()
+        self._making[name] = (inputs, thing)
+        return thing
 
     @contextmanager
     def use(self, snapshot: engine.Snapshot) -> Iterator[tuple[engine.Snapshot, EngineState]]:
@@ -57,6 +70,7 @@ class SnapshotKeep:
                 self._forget()
                 raise
             self._last = same
+            self._made, self._making = self._making, {}
         finally:
             self._lock.release()
 
@@ -65,6 +79,8 @@ class SnapshotKeep:
         self._last = None
         self._jobs = {}
         self._quotas = {}
+        self._made = {}
+        self._making = {}
 
     def _same_objects(self, snapshot: engine.Snapshot) -> engine.Snapshot:
         last = self._last
@@ -110,7 +126,7 @@ def _kept(
     """The last cycle's object for this job when it is equal (a pending job and an admitted
     one never are), else the new one; noted for the next cycle either way."""
     old = kept.get(job.name)
-    if old is not None and old == job:
+    if old is not None and (old is job or old == job):
         job = cast(J, old)
     into[job.name] = job
     return job

@@ -106,7 +106,7 @@ def _work(
         with transaction.atomic():
             observe.finish_stops(moment, report)
     with phases("snapshot"):
-        live = build_snapshot(moment)
+        live = build_snapshot(moment, keep)
     with phases("decide"), keep.use(live.snapshot) as (snapshot, state):
         live.snapshot = snapshot  # the same values, with the last cycle's equal objects
         result = decide(snapshot, policy, state=state)

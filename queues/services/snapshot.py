@@ -16,13 +16,16 @@ from collections import defaultdict
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import NamedTuple
+from functools import partial
+from typing import Any, NamedTuple
 
 from django.conf import settings
 from django.db.models import Q, QuerySet
 
+from gpuplatform.fast_rows import fetched, json_value
 from gpusched.engine import model as engine
 from gpusched.engine.fairshare import DEFAULT_HALF_LIFE
+from gpusched.engine.snapshot_keep import SnapshotKeep
 from queues.models import (
     Cluster,
     Cohort,
@@ -71,6 +74,7 @@ JOB_COLUMNS = (
     "preemption_count",
     "checkpoint_interval",
 )
+PLACEMENT = JOB_COLUMNS.index("placement")
 
 
 def queue_key(queue: Queue) -> str:
@@ -184,8 +188,11 @@ def cohort_tree(flavor_names: dict[int, str]) -> tuple[engine.Cohort, ...]:
     )
 
 
-def build_snapshot(now: datetime) -> LiveSnapshot:
-    """Read everything the engine needs: 10 queries, whatever the number of jobs."""
+def build_snapshot(now: datetime, keep: SnapshotKeep | None = None) -> LiveSnapshot:
+    """Read everything the engine needs: 10 queries, whatever the number of jobs.
+
+    ``keep``: the caller's ``SnapshotKeep`` (the live cycle's); a pending job whose inputs are
+    the same as last cycle's is not built again."""
     flavors = {f.name: f for f in Flavor.objects.all()}
     flavor_names = {f.pk: f.name for f in flavors.values()}
     classes = {c.pk: c for c in ServiceClass.objects.all()}
@@ -202,7 +209,9 @@ def build_snapshot(now: datetime) -> LiveSnapshot:
     }
     queue_names = {q.pk: key for key, q in queues.items()}
     jobs_qs = relevant_jobs(now)
-    rows = [JobRow(*values) for values in jobs_qs.order_by("pk").values_list(*JOB_COLUMNS)]
+    rows = [
+        _job_row(values) for values in fetched(jobs_qs.order_by("pk").values_list(*JOB_COLUMNS))
+    ]
     ranked: dict[int, list[str]] = defaultdict(list)
     links = JobFlavor.objects.filter(job__in=jobs_qs.values("pk")).order_by("job_id", "rank")
     for job_id, flavor_id in links.values_list("job_id", "flavor_id"):
@@ -225,7 +234,13 @@ def build_snapshot(now: datetime) -> LiveSnapshot:
             if row.pending_reason == BACKOFF_REASON and row.requeue_after_is_ahead(now):
                 continue  # backing off after a gang requeue: not a candidate yet
             only = () if row.applied_to is None else (cluster_names[row.applied_to],)
-            pending.append(_pending(row, queue, cls, ranked[row.pk], scale, only))
+            acceptable = ranked[row.pk]
+            if keep is None:
+                pending.append(_pending(row, queue, cls, acceptable, scale, only))
+            else:
+                inputs = (*_pending_inputs(row), queue, cls, tuple(acceptable), scale, only)
+                make = partial(_pending, row, queue, cls, acceptable, scale, only)
+                pending.append(keep.made(str(row.pk), inputs, make))
         elif row.cluster_id is not None:
             cluster = cluster_names[row.cluster_id]
             admitted.append(
@@ -300,6 +315,15 @@ def build_snapshot(now: datetime) -> LiveSnapshot:
     )
 
 
+def _job_row(values: tuple[Any, ...]) -> JobRow:
+    """A job's row from ``fast_rows.fetched``: its placement decoded here (on PostgreSQL it comes
+    as text; most rows are pending jobs' empty ones)."""
+    placement = values[PLACEMENT]
+    if isinstance(placement, str):
+        values = (*values[:PLACEMENT], json_value(placement), *values[PLACEMENT + 1 :])
+    return JobRow(*values)
+
+
 def _node(node: Node, cluster: Cluster) -> engine.Node:
     """A NotReady node counts as failed; a drained one stops its jobs; a cordoned one (by the
     cluster or by a platform admin), or any node of a cluster that could not be reached this
@@ -313,6 +337,20 @@ def _node(node: Node, cluster: Cluster) -> engine.Node:
         ),
         failed=not node.ready,
         draining=node.draining,
+    )
+
+
+def _pending_inputs(row: JobRow) -> tuple[object, ...]:
+    """Every column of the row ``_pending`` reads (for ``SnapshotKeep.made``)."""
+    return (
+        "pending",
+        row.submitted_at,
+        row.workers,
+        row.min_workers,
+        row.gpus_per_worker,
+        row.topology_level,
+        row.topology_mode,
+        row.estimated_runtime,
     )
 
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from accounting import chargeback, rating
+from accounting import rating
 from accounting.chargeback import Period, grouped_totals
 from accounting.ledger import accrue_usage
 from accounting.models import ClassMultiplier, FlavorPrice, UsageRecord
 from accounting.pricing import interval_of, load_price_list
+from gpuplatform import fast_rows
 from tests.accounting.helpers import at
 
 
@@ -105,7 +106,7 @@ def test_edge_rows_read_past_djangos_timestamp_loader_are_what_the_orm_reads(
     script, queue_a, queue_b, researcher_a, researcher_b, h100_price, monkeypatch
 ):
     """On PostgreSQL the edge rows' timestamps come from psycopg's own loader
-    (chargeback._fetched); elsewhere the ORM reads them. Either way: the ORM's values."""
+    (gpuplatform/fast_rows.py); elsewhere the ORM reads them. Either way: the ORM's values."""
     script(queue=queue_a, owner=researcher_a, name="a").run(at(0.1))
     script(queue=queue_b, owner=researcher_b, name="b").run(at(0.7))
     accrue_usage(at(1.5))
@@ -114,12 +115,12 @@ def test_edge_rows_read_past_djangos_timestamp_loader_are_what_the_orm_reads(
         "team_id", "flavor_id", "units", "gpu_equivalent", "start", "end", "cost", "closed"
     )
     assert len(rows) >= 2
-    assert chargeback._fetched(rows) == list(rows)
+    assert fast_rows.fetched(rows) == list(rows)
     period = Period(at(0.5), at(5))
     for keys in (("team",), ("user", "flavor", "service_class"), ("queue",), ("job",)):
         ours = dict(grouped_totals(UsageRecord.objects.all(), period, keys))
         with monkeypatch.context() as patched:
-            patched.setattr(chargeback, "_fetched", list)
+            patched.setattr(fast_rows, "fetched", list)
             theirs = dict(grouped_totals(UsageRecord.objects.all(), period, keys))
         assert ours == theirs and ours, keys
 
@@ -127,7 +128,7 @@ def test_edge_rows_read_past_djangos_timestamp_loader_are_what_the_orm_reads(
 def test_no_jobs_no_edge_rows(h100_price):
     """A page without jobs asks for the costs of none: nothing to read (no query is made)."""
     rows = UsageRecord.objects.filter(job_id__in=[]).values_list("start", "end")
-    assert chargeback._fetched(rows) == [] == list(rows)
+    assert fast_rows.fetched(rows) == [] == list(rows)
     assert (
         dict(
             grouped_totals(

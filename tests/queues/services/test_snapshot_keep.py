@@ -88,6 +88,16 @@ def test_kept_cycles_decide_what_a_fresh_engine_decides_while_everything_changes
     submit(team="a", gpus=4, cls="production", name="a-prod", at=later(65))
     kept_cycle(later(70))
     Node.objects.filter(name="n1").update(cordoned=False)
+    # a waiting job's own fields edited behind the cycle's back: it must not be reused
+    waiting = Job.objects.filter(state=Job.State.PENDING).order_by("pk").first()
+    assert waiting is not None
+    Job.objects.filter(pk=waiting.pk).update(
+        workers=1,
+        gpus_per_worker=2,
+        estimated_runtime=600,
+        topology_level="rack",
+        topology_mode="preferred",
+    )
     for at in (2000, 2010, 4000, 4010, 8000):
         kept_cycle(later(at))  # grace periods end, victims requeue, jobs finish
 
