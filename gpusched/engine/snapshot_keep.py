@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import TypeVar, cast
 
@@ -41,7 +41,7 @@ class SnapshotKeep:
         self._state = EngineState()
         self._last: engine.Snapshot | None = None
         self._jobs: dict[str, engine.PendingJob | engine.AdmittedJob] = {}
-        self._quotas: dict[str, dict[str, engine.Quota]] = {}
+        self._quotas: dict[str, Mapping[str, engine.Quota]] = {}
         # name -> (inputs, object): made by the last cycle's snapshot reader, by this cycle's
         self._made: dict[str, tuple[tuple[object, ...], object]] = {}
         self._making: dict[str, tuple[tuple[object, ...], object]] = {}
@@ -127,6 +127,6 @@ def _kept(
     one never are), else the new one; noted for the next cycle either way."""
     old = kept.get(job.name)
     if old is not None and (old is job or old == job):
-        job = cast(J, old)
+        job = old
     into[job.name] = job
     return job
