@@ -43,6 +43,7 @@ from queues.models import (
 )
 from queues.models.jobs import ranked_flavors
 from queues.services import cancel_job, clock
+from queues.services.protection import protection_notes
 from queues.services.worker_logs import (
     DEFAULT_TAIL,
     MAX_TAIL,
@@ -337,6 +338,7 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "can_copy": access.submittable_queues(request.user).filter(pk=job.queue_id).exists(),
             "live_seconds": LIVE_SECONDS,
             "stop_bound": STOP_BOUND,
+            "protection": protection_notes(job, timezone.now()),
             "workers": _workers(request, job)
             if access.can_read_job_logs(request.user, job)
             else None,

@@ -4,12 +4,14 @@ cancel, queue page; access per role (other teams' objects are 404)."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import reverse
+from django.utils import timezone
 
 from queues.models import Cluster, Flavor, Job, Queue, ServiceClass
 from tests.queues.views.conftest import later
@@ -128,6 +130,40 @@ def test_job_detail_says_when_the_stop_bound_protects_a_job(
     Job.objects.filter(pk=job.pk).update(preemption_count=3)
     html = client.get(url).content.decode()
     assert "no longer stopped for fair sharing or priority" in html
+
+
+def test_job_detail_says_until_when_its_class_protects_a_running_job(
+    client: Client, researcher_a: User, sim_cluster: Cluster, submit: Callable[..., Job],
+    service_class_std: ServiceClass, settings: Any,
+) -> None:  # fmt: skip
+    """docs/SCHEDULING.md rule 1: min_runtime against every preemption, preemption_protection
+    against fair sharing and priority; job seconds, read at 60x on the simulated cluster."""
+    ServiceClass.objects.filter(pk=service_class_std.pk).update(
+        min_runtime=600, preemption_protection=3600
+    )  # 10 and 60 wall seconds at 60x
+    job = submit(gpus=8)
+    started = timezone.now().replace(microsecond=0) - timedelta(seconds=5)
+    Job.objects.filter(pk=job.pk).update(state=Job.State.RUNNING, started_at=started)
+    client.force_login(researcher_a)
+    url = reverse("job-detail", args=[job.pk])
+    html = client.get(url).content.decode()
+    until_min = f"{started + timedelta(seconds=10):%Y-%m-%d %H:%M:%S} UTC"
+    until_protected = f"{started + timedelta(seconds=60):%Y-%m-%d %H:%M:%S} UTC"
+    assert (
+        f"Not preempted before {until_min}: class standard&#x27;s minimum runtime (10 min)" in html
+    )
+    assert (
+        f"Not stopped for fair sharing or priority before {until_protected}: class "
+        "standard&#x27;s preemption protection (1 h after each start)"
+    ) in html
+    # the platform default stands in for a class without its own; past it, nothing is said
+    ServiceClass.objects.filter(pk=service_class_std.pk).update(preemption_protection=None)
+    settings.PREEMPTION_PROTECTION_SECONDS = 1200
+    html = client.get(url).content.decode()
+    assert f"before {started + timedelta(seconds=20):%Y-%m-%d %H:%M:%S} UTC" in html
+    Job.objects.filter(pk=job.pk).update(started_at=started - timedelta(minutes=2))
+    html = client.get(url).content.decode()
+    assert 'id="min-runtime"' not in html and 'id="preemption-protection"' not in html
 
 
 def test_owner_cancels_their_job_with_a_post(
