@@ -17,6 +17,7 @@ from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
+from operator import itemgetter
 from typing import Any, NamedTuple
 
 from django.conf import settings
@@ -136,6 +137,17 @@ class JobRow(NamedTuple):
         return engine.Topology(self.topology_level, required=self.topology_mode == "required")
 
 
+# The columns a pending job's engine object is made from (``SnapshotKeep.made``'s inputs): all
+# but its last explanation, which the cycle rewrites and ``_pending`` does not read. A column
+# added to ``JobRow`` counts unless it is listed here.
+NOT_PENDING_INPUTS = frozenset(
+    {"pending_reason", "pending_message", "pending_position", "pending_within_nominal"}
+)
+PENDING_INPUTS = itemgetter(
+    *(i for i, name in enumerate(JobRow._fields) if name not in NOT_PENDING_INPUTS)
+)
+
+
 @dataclass
 class LiveSnapshot:
     """The engine's snapshot plus the rows behind its names."""
@@ -238,7 +250,7 @@ def build_snapshot(now: datetime, keep: SnapshotKeep | None = None) -> LiveSnaps
             if keep is None:
                 pending.append(_pending(row, queue, cls, acceptable, scale, only))
             else:
-                inputs = (*_pending_inputs(row), queue, cls, tuple(acceptable), scale, only)
+                inputs = (PENDING_INPUTS(row), queue, cls, tuple(acceptable), scale, only)
                 make = partial(_pending, row, queue, cls, acceptable, scale, only)
                 pending.append(keep.made(str(row.pk), inputs, make))
         elif row.cluster_id is not None:
@@ -337,20 +349,6 @@ def _node(node: Node, cluster: Cluster) -> engine.Node:
         ),
         failed=not node.ready,
         draining=node.draining,
-    )
-
-
-def _pending_inputs(row: JobRow) -> tuple[object, ...]:
-    """Every column of the row ``_pending`` reads (for ``SnapshotKeep.made``)."""
-    return (
-        "pending",
-        row.submitted_at,
-        row.workers,
-        row.min_workers,
-        row.gpus_per_worker,
-        row.topology_level,
-        row.topology_mode,
-        row.estimated_runtime,
     )
 
 
