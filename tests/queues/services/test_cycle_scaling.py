@@ -56,11 +56,13 @@ def test_a_steady_cycle_runs_as_many_queries_with_14_running_jobs_as_with_2(worl
 
 
 def steady_cycle_objects(cycle: Callable[..., Any], at: float) -> Counter[str]:
-    """The model objects a steady cycle builds, by model (rows read as values are not)."""
+    """The model objects a steady cycle builds, by model (rows read as values are not); not the
+    counters, whose first row of a duration bucket depends on how long the cycle took."""
     built: Counter[str] = Counter()
 
     def count(sender: type, **kwargs: Any) -> None:
-        built[sender.__name__] += 1
+        if sender.__name__ != "MetricCounter":
+            built[sender.__name__] += 1
 
     post_init.connect(count)
     try:
