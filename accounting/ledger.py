@@ -190,6 +190,9 @@ class _Writer:
         self.report = report
         self.existing = existing  # the rows of the jobs being accrued, by (job, start)
         self.new: list[UsageRecord] = []
+        # open rows to rewrite, by what they get: rows extended to `now` from the same start
+        # (the jobs that started together) are one UPDATE
+        self.updates: dict[tuple[tuple[str, Any], ...], list[int]] = defaultdict(list)
         self.price_list: rating.PriceList | None = None
         self.flavors = {f.pk: f for f in Flavor.objects.all()}
         self.classes = {c.pk: c.name for c in ServiceClass.objects.all()}
@@ -295,7 +298,7 @@ class _Writer:
             if row is not None:
                 if row.closed:
                     continue  # closed rows are never rewritten
-                UsageRecord.objects.filter(pk=row.pk, closed=False).update(**fields)
+                self.updates[tuple(sorted(fields.items()))].append(row.pk)
                 if part.closed:
                     self.report.closed += 1
                 else:
@@ -405,4 +408,9 @@ def _accrue_jobs(
         open_row = open_rows.get(job.pk)
         segments = job_segments(job, open_row, events[job.pk], now, since)
         writer.write(job, open_row, segments, events[job.pk])
+    for fields, pks in writer.updates.items():
+        for at in range(0, len(pks), 500):
+            UsageRecord.objects.filter(pk__in=pks[at : at + 500], closed=False).update(
+                **dict(fields)
+            )
     UsageRecord.objects.bulk_create(writer.new, batch_size=500)

@@ -8,7 +8,9 @@ generated world (one simulated cluster, ``--nodes`` nodes of 8 GPUs, ``--queues`
 ``--cohorts`` cohorts, ``--jobs`` pending jobs of mixed sizes), then prints:
 
 - the first cycle (it admits what fits and explains every job left pending);
-- ``--cycles`` steady-state cycles (the cluster full, every job still pending) as cycles/second;
+- the third cycle (the accrual reads the jobs that started in the second once more);
+- ``--cycles`` steady-state cycles (the cluster full, every job still pending) as cycles/second,
+  with the mean of each phase by the cycle's own timers;
 - one steady-state cycle split into its phases: sync, snapshot, engine, apply;
 - the queries of one steady-state cycle, and of its ledger accrual alone (``accrue_usage``);
 - with ``--keep-cycles N``: N steady cycles each without and with the ``SnapshotKeep`` the
@@ -203,6 +205,17 @@ def counting(connection: Any) -> Iterator[list[int]]:
         yield count
 
 
+def phase_sums() -> dict[str, float]:
+    """Seconds spent in each phase of the cycles so far (``gpuplatform_cycle_phase_seconds``)."""
+    from queues.models import MetricCounter
+
+    rows = MetricCounter.objects.filter(name="gpuplatform_cycle_phase_seconds_sum")
+    return {
+        labels.split('"')[1]: value
+        for labels, value in rows.order_by("pk").values_list("labels", "value")
+    }
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=5000)
@@ -262,7 +275,17 @@ def main() -> int:
         f"{start_queries[0]} queries"
     )
 
+    now += timedelta(seconds=1)
+    t = time.perf_counter()
+    with counting(connection) as third_queries:
+        run_cycle(now=now)  # the accrual reads the jobs that started last cycle once more
+    print(
+        f"third cycle (after the starts): {time.perf_counter() - t:.3f} s, "
+        f"{third_queries[0]} queries"
+    )
+
     durations = []
+    before = phase_sums()
     cpu = time.process_time()
     for _ in range(args.cycles):
         now += timedelta(seconds=1)
@@ -270,6 +293,7 @@ def main() -> int:
         report = run_cycle(now=now)
         durations.append(time.perf_counter() - t)
     cpu_per_cycle = (time.process_time() - cpu) / args.cycles
+    after = phase_sums()
     mean = statistics.fmean(durations)
     pending = Job.objects.filter(state="pending").count()
     active = Job.objects.filter(state__in=["admitted", "running"]).count()
@@ -278,6 +302,13 @@ def main() -> int:
         f"mean {mean * 1000:.0f} ms, max {max(durations) * 1000:.0f} ms, "
         f"{1 / mean:.2f} cycles/s; this process's CPU {cpu_per_cycle * 1000:.0f} ms per cycle "
         "(the rest is waiting for PostgreSQL and for the machine's other load)"
+    )
+    print(
+        "steady cycles' phase means (the cycle's own timers): "
+        + ", ".join(
+            f"{phase} {(seconds - before.get(phase, 0.0)) / args.cycles * 1000:.0f} ms"
+            for phase, seconds in after.items()
+        )
     )
 
     now += timedelta(seconds=1)

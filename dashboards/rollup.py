@@ -18,10 +18,13 @@ fills every bucket of a span at once (the demo's history replay).
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from django.db import transaction
-from django.db.models import Min
+from django.db.models import Count, DateTimeField, Min, Value
+from django.db.models.functions import Greatest
 
 from accounting.models import UsageRecord
 from dashboards.models import FIVE_MINUTES, ONE_HOUR, CapacitySample, RollupMark, UsageRollup
@@ -89,19 +92,16 @@ def _recompute(since: datetime, keep_five_minutes_from: datetime) -> int:
     """Recompute every bucket from `since` on from the ledger rows that reach past it: hourly
     buckets always, 5-minute buckets only where they are kept."""
     five_from = max(since, floor_to(keep_five_minutes_from, FIVE_MINUTES))
-    rows = UsageRecord.objects.filter(end__gt=since).values_list(
-        "team_id", "flavor_id", "cluster_id", "units", "gpu_equivalent", "start", "end"
-    )
     totals: dict[int, dict[Key, float]] = {FIVE_MINUTES: defaultdict(float), ONE_HOUR: {}}
     hours: dict[Key, float] = defaultdict(float)
-    for team, flavor, cluster, units, geq, start, end in rows.iterator(chunk_size=2000):
+    for team, flavor, cluster, units, geq, start, end, count in _ledger_since(since):
         rate = units * float(geq)
         for bucket, seconds in split_into_buckets(start, end, ONE_HOUR, since):
-            hours[(bucket, team, flavor, cluster)] += rate * seconds
+            _add(hours, (bucket, team, flavor, cluster), rate * seconds, count)
         if end > five_from:
             five = totals[FIVE_MINUTES]
             for bucket, seconds in split_into_buckets(start, end, FIVE_MINUTES, five_from):
-                five[(bucket, team, flavor, cluster)] += rate * seconds
+                _add(five, (bucket, team, flavor, cluster), rate * seconds, count)
     totals[ONE_HOUR] = hours
     UsageRollup.objects.filter(bucket_seconds=ONE_HOUR, bucket_start__gte=since).delete()
     UsageRollup.objects.filter(bucket_seconds=FIVE_MINUTES, bucket_start__gte=five_from).delete()
@@ -120,6 +120,31 @@ def _recompute(since: datetime, keep_five_minutes_from: datetime) -> int:
     ]
     UsageRollup.objects.bulk_create(new, batch_size=2000)
     return len(new)
+
+
+def _ledger_since(
+    since: datetime,
+) -> Iterator[tuple[int, int, int, int, Any, datetime, datetime, int]]:
+    """The ledger rows that reach past `since`, those alike from `since` on counted together:
+    (team, flavor, cluster, units, GPU-equivalent, start or `since` if later, end, rows).
+    The open rows of a steady ledger all end at the last accrual: each bucket's share is worked
+    out once per team, flavor, cluster and size of job, not once per running job."""
+    return (
+        UsageRecord.objects.filter(end__gt=since)
+        .annotate(begin=Greatest("start", Value(since, output_field=DateTimeField())))
+        .values_list(
+            "team_id", "flavor_id", "cluster_id", "units", "gpu_equivalent", "begin", "end"
+        )
+        .annotate(rows=Count("pk"))
+        .order_by()
+        .iterator(chunk_size=2000)
+    )
+
+
+def _add(totals: dict[Key, float], key: Key, value: float, times: int) -> None:
+    """Add `value` to ``totals[key]`` `times` times, one row at a time as the rows were."""
+    for _ in range(times):
+        totals[key] += value
 
 
 def sample_capacity(now: datetime) -> int:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 from datetime import datetime, timedelta
+from typing import Any, NamedTuple
 
 from django.conf import settings
 from django.db import transaction
@@ -77,6 +78,18 @@ def planned_run(job: Job, failure_rate: float) -> tuple[float, bool]:
     return run_outcome(job.pk, job.preemption_count, duration, failure_rate)
 
 
+class _Workload(NamedTuple):
+    """The columns of a ``SimulatedWorkload`` a sync reads (not a model object per job)."""
+
+    job_id: str
+    team: str
+    workers: list[list[Any]]
+    launched_at: datetime
+    run_seconds: float
+    fails: bool
+    stop_requested_at: datetime | None
+
+
 class SimulatedDriver:
     """`ClusterDriver` of a simulated cluster; ``now`` is the clock (the cycle's time)."""
 
@@ -103,29 +116,33 @@ class SimulatedDriver:
     # -- reading -------------------------------------------------------------------------------
     def sync(self) -> ClusterState:
         now = self.now()
-        nodes = list(Node.objects.filter(cluster_id=self.cluster_id).order_by("name"))
-        ready = {node.name: node.ready for node in nodes}
+        nodes = Node.objects.filter(cluster_id=self.cluster_id).order_by("name")
+        infos = [
+            NodeInfo(
+                name=name,
+                allocatable=dict(capacity),  # by flavor name on a simulated cluster
+                labels=dict(labels),
+                ready=ready,
+                unschedulable=not schedulable,
+            )
+            for name, capacity, labels, ready, schedulable in nodes.values_list(
+                "name", "capacity", "labels", "ready", "schedulable"
+            )
+        ]
+        ready = {node.name: node.ready for node in infos}
         SimulatedWorkload.objects.filter(cluster_id=self.cluster_id, gone_at__lte=now).delete()
+        rows = SimulatedWorkload.objects.filter(cluster_id=self.cluster_id).order_by("pk")
         workloads = [
-            self._status(row, now, ready)
-            for row in SimulatedWorkload.objects.filter(cluster_id=self.cluster_id).order_by("pk")
+            self._status(_Workload(*values), now, ready)
+            for values in rows.values_list(*_Workload._fields)
         ]
         return ClusterState(
-            nodes=tuple(
-                NodeInfo(
-                    name=node.name,
-                    allocatable=dict(node.capacity),  # by flavor name on a simulated cluster
-                    labels=dict(node.labels),
-                    ready=node.ready,
-                    unschedulable=not node.schedulable,
-                )
-                for node in nodes
-            ),
+            nodes=tuple(infos),
             workloads=tuple(workloads),
         )
 
     def _status(
-        self, row: SimulatedWorkload, now: datetime, ready: dict[str, bool]
+        self, row: SimulatedWorkload | _Workload, now: datetime, ready: dict[str, bool]
     ) -> WorkloadStatus:
         elapsed = max(0.0, (now - row.launched_at).total_seconds()) * self.speed
         terminating = row.stop_requested_at is not None

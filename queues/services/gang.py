@@ -35,6 +35,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.conf import settings
 from django.db import transaction
@@ -76,9 +77,14 @@ class Gang:
 
 def inspect(runtime: JobRuntime | None, workload: WorkloadStatus) -> Gang | None:
     """The job's gang, or None when its planned workers were never recorded."""
-    if runtime is None or not runtime.worker_nodes:
+    return inspect_planned(runtime.worker_nodes if runtime is not None else None, workload)
+
+
+def inspect_planned(worker_nodes: list[Any] | None, workload: WorkloadStatus) -> Gang | None:
+    """``inspect`` from the runtime's ``worker_nodes`` alone (None: the job has no runtime)."""
+    if not worker_nodes:
         return None
-    planned = {int(index): str(node) for index, node in runtime.worker_nodes}
+    planned = {int(index): str(node) for index, node in worker_nodes}
     by_index: dict[int, list[WorkerStatus]] = {}
     for worker in workload.workers:
         by_index.setdefault(worker.index, []).append(worker)

@@ -99,3 +99,31 @@ def test_an_accrual_rolled_back_leaves_nothing_to_duplicate_or_lose(
     assert list(UsageRecord.objects.values_list("start", "end", "closed")) == [
         (at(0), at(1.5), True)
     ]
+
+
+def test_the_accrual_after_jobs_start_extends_their_rows_in_as_many_queries_for_30_as_for_3(
+    script, queue_a, researcher_a, h100_price
+):
+    """The accrual after jobs started reads them again (their run began at the last accrual)
+    and extends their open rows: rows alike in one UPDATE, not one per job."""
+
+    def started_together(count: int, hour: float) -> int:
+        for _ in range(count):
+            script(queue=queue_a, owner=researcher_a).run(at(hour))
+        accrue_usage(at(hour))  # opens their rows
+        with CaptureQueriesContext(connection) as queries:
+            accrue_usage(at(hour + 0.5))
+        return len(queries)
+
+    few = started_together(3, 1)
+    many = started_together(30, 3)
+
+    assert many == few
+    assert UsageRecord.objects.filter(closed=False, end=at(3.5)).count() == 33
+    extended = ledger()
+    for row in extended:
+        assert row[5] == exact_seconds(row[2] - row[1])
+    UsageRecord.objects.all().delete()
+    AccrualMark.objects.all().delete()
+    accrue_usage(at(3.5))
+    assert ledger() == extended

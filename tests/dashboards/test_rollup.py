@@ -11,6 +11,7 @@ from django.contrib.auth.models import User
 from accounting.models import UsageRecord
 from dashboards.models import FIVE_MINUTES, ONE_HOUR, CapacitySample, UsageRollup
 from dashboards.rollup import (
+    _ledger_since,
     floor_to,
     rebuild_usage_rollups,
     roll_up_usage,
@@ -82,6 +83,29 @@ def test_an_open_row_that_grows_is_counted_once_up_to_its_new_end(
     UsageRecord.objects.filter(pk=row.pk).update(end=at(14))  # the next accrual
     roll_up_usage(at(14))
     assert buckets() == {"09:00": 300.0, "09:05": 300.0, "09:10": 240.0}
+
+
+def test_a_roll_up_reads_the_open_rows_alike_since_its_hour_as_one(
+    make_job: Callable[..., Job],
+    ledger_row: Callable[..., UsageRecord],
+    queue_a: Queue,
+    researcher_a: User,
+) -> None:
+    """Twelve jobs running since different earlier hours: each cycle's roll-up reads one row for
+    all of them (alike from 09:00 on), and counts each of them."""
+    for i in range(12):
+        job = make_job(queue=queue_a, owner=researcher_a, name=f"run-{i}")
+        ledger_row(job, T0 - timedelta(hours=i + 1, minutes=i), at(7), units=2, closed=False)
+    roll_up_usage(at(7))
+    UsageRecord.objects.update(end=at(14))  # the next accrual
+    roll_up_usage(at(14))
+
+    assert len(list(_ledger_since(T0))) == 1
+    five = buckets()
+    assert [five["09:00"], five["09:05"], five["09:10"]] == [12 * 600.0, 12 * 600.0, 12 * 480.0]
+    assert "09:15" not in five
+    assert buckets(ONE_HOUR)["09:00"] == 12 * 2 * 840.0
+    assert buckets(ONE_HOUR)["08:00"] == 12 * 2 * 3600.0
 
 
 def test_a_row_recorded_late_with_an_earlier_start_is_rolled_up(

@@ -4,10 +4,12 @@ job the cluster refuses in a batch fails alone."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
 from django.db import connection
+from django.db.models.signals import post_init
 from django.test.utils import CaptureQueriesContext
 
 from queues.clusters.base import QuotaExceeded, RequestRejected, WorkloadConflict
@@ -51,6 +53,49 @@ def test_a_steady_cycle_runs_as_many_queries_with_14_running_jobs_as_with_2(worl
 
     assert steady_cycle_queries(cycle, 30) == with_two
     assert steady_cycle_queries(cycle, 31) == with_two
+
+
+def steady_cycle_objects(cycle: Callable[..., Any], at: float) -> Counter[str]:
+    """The model objects a steady cycle builds, by model (rows read as values are not); not the
+    counters, whose first row of a duration bucket depends on how long the cycle took."""
+    built: Counter[str] = Counter()
+
+    def count(sender: type, **kwargs: Any) -> None:
+        if sender.__name__ != "MetricCounter":
+            built[sender.__name__] += 1
+
+    post_init.connect(count)
+    try:
+        cycle(later(at))
+    finally:
+        post_init.disconnect(count)
+    return built
+
+
+def test_a_steady_cycle_builds_no_model_object_per_running_job(world, submit, cycle):
+    """The sync reads the running jobs, their runtimes and the simulated workloads as values,
+    and makes model objects only of the jobs whose state may change."""
+    running(2, submit, cycle, at=0)
+    with_two = steady_cycle_objects(cycle, 10)
+
+    running(12, submit, cycle, at=20)
+    with_fourteen = steady_cycle_objects(cycle, 30)
+
+    assert Job.objects.filter(state=Job.State.RUNNING).count() == 14
+    assert with_fourteen == with_two
+    for model in ("Job", "JobRuntime", "SimulatedWorkload", "UsageRecord"):
+        assert with_fourteen[model] == 0, with_fourteen
+
+
+def test_jobs_that_start_together_are_read_as_objects_once(world, submit, cycle):
+    running(2, submit, cycle, at=0)
+    for i in range(4):
+        submit(gpus=1, name=f"more-{i}", at=later(19))
+    cycle(later(20))  # admitted and launched
+    built = steady_cycle_objects(cycle, 21)
+    assert built["Job"] == 2 * 4  # the four that start, by the sync and by the ledger; not the two
+    assert Job.objects.filter(state=Job.State.RUNNING).count() == 6
+    assert JobEvent.objects.filter(kind=JobEvent.Kind.STARTED).count() == 6
 
 
 def admitted(count: int, submit: Callable[..., Job]) -> list[Job]:
