@@ -212,6 +212,7 @@ def _follow(
     report: CycleReport,
     starting: list[tuple[Job, tuple[WorkerStatus, ...]]] | None = None,
 ) -> list[JobEvent]:
+    # ``_runs_on`` says, from three columns, when all of this changes nothing: keep them agreeing
     team = gang.inspect(runtime, workload)
     failed = [
         w
