@@ -24,7 +24,7 @@ pytestmark = pytest.mark.django_db
 Body = Callable[..., dict[str, Any]]
 
 
-def test_one_post_takes_at_most_8_queries_and_answers_as_the_job_page(
+def test_one_post_takes_at_most_8_queries_4_on_postgresql_and_answers_as_the_job_page(
     api: Callable[[User], Any],
     researcher_a: User,
     job_body: Body,
@@ -33,8 +33,12 @@ def test_one_post_takes_at_most_8_queries_and_answers_as_the_job_page(
     client = api(researcher_a)
     assert client.post("/api/v1/jobs/", job_body(), format="json").status_code == 201
     # the token, the user's groups and teams, then BEGIN, the job, its flavors, its runtime row,
-    # its "submitted" event, COMMIT: the queue, class, flavors, quotas and capacity are cached
-    with django_assert_max_num_queries(8):
+    # its "submitted" event, COMMIT: the queue, class, flavors, quotas and capacity are cached.
+    # PostgreSQL: the token with the groups and teams, the four rows in one statement
+    # (queues/services/job_insert.py) inside a savepoint of the test's transaction (a server
+    # runs it alone: 2 queries)
+    most = 4 if connection.vendor == "postgresql" else 8
+    with django_assert_max_num_queries(most):
         response = client.post("/api/v1/jobs/", job_body(name="second"), format="json")
     assert response.status_code == 201, response.json()
     shown = client.get(f"/api/v1/jobs/{response.json()['id']}/").json()
