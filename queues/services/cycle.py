@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 
@@ -49,17 +49,19 @@ def run_cycle(
     policy: str = "default",
     worker: str = "",
     drivers: DriverPool | None = None,
+    started: Callable[[], None] | None = None,
 ) -> CycleReport:
     """Run one cycle at ``now`` (default: the current time) and report what it did.
 
     ``drivers``: the caller's pool of cluster drivers kept across its cycles (the Celery worker
     process keeps one, queues/tasks.py); without one the clusters are read from scratch.
+    ``started``: called once this cycle holds the lease (not when it is skipped).
 
     Every log line written meanwhile (decisions, side effects, driver calls) carries the cycle's
     id (``report.cycle_id``; gpuplatform/logs.py), and the last one names its ``CycleRun``."""
     report = CycleReport(now=now or timezone.now(), cycle_id=uuid.uuid4().hex[:12])
     with cycle_context(report.cycle_id):
-        _run(report, now, policy, worker, drivers)
+        _run(report, now, policy, worker, drivers, started)
     return report
 
 
@@ -69,12 +71,15 @@ def _run(
     policy: str,
     worker: str,
     drivers: DriverPool | None,
+    started: Callable[[], None] | None = None,
 ) -> None:
     holder = lease.new_holder()
     if not lease.acquire(holder):
         report.ran = False
         logger.info("scheduling cycle skipped: another worker holds the lease")
         return
+    if started is not None:
+        started()
     try:
         with lease.Renewal(holder):
             _work(report, now, policy, worker or holder, holder, drivers)
