@@ -7,6 +7,8 @@ Threaded workers with keep-alive instead of the sync worker: a sync worker answe
 waits for PostgreSQL or Redis; with two threads a worker serves a second request meanwhile.
 Measured on 2 cores (BENCHMARKS.md, "Live end to end", issue 27): 2,000 POSTs from 4 clients
 on 2 workers, 27 -> 33 jobs/s and p50 134 -> 104 ms against the sync worker, same code.
+For the sync worker, say ``--worker-class sync --threads 1`` (with more than one thread gunicorn
+runs gthread whatever the class says).
 """
 
 worker_class = "gthread"
