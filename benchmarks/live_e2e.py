@@ -16,8 +16,9 @@ Each round:
 2. empties its Redis databases (``--redis-db`` for the broker, ``--cache-db`` for the cache,
    by default the next one; both may be the same) and
    starts ``celery -A gpuplatform worker -B`` with ``CYCLE_INTERVAL=1`` and, in ``rest`` mode,
-   gunicorn with ``--web-workers`` workers on 127.0.0.1, configured as deployed (gunicorn.conf.py:
-   threaded workers with keep-alive; ``--web-options '--worker-class sync --threads 1'`` for the old way);
+   gunicorn with ``--web-workers`` workers on 127.0.0.1, configured as deployed
+   (gunicorn.conf.py: threaded workers with keep-alive; the old sync workers:
+   ``--web-options '--worker-class sync --threads 1'``);
 3. submits ``--jobs`` 1-GPU jobs from ``--concurrency`` threads: ``POST /api/v1/jobs/`` with a
    token over keep-alive HTTP/1.1 (``rest``), or ``queues.services.submit_job`` (``inprocess``);
    with ``--array N`` each POST is a job array of N jobs (``{"array": N, ...}``, the last one
@@ -356,7 +357,8 @@ def main() -> int:
     parser.add_argument(
         "--web-options",
         default="",
-        help="more gunicorn options, e.g. '--worker-class sync --threads 1' (default: gunicorn.conf.py's)",
+        help="more gunicorn options, e.g. '--worker-class sync --threads 1' "
+        "(default: gunicorn.conf.py's)",
     )
     parser.add_argument("--worker-concurrency", type=int, default=2, help="Celery pool size")
     parser.add_argument("--database-url", default=DEFAULT_URL)
