@@ -2,8 +2,9 @@
 one until none is left, each timing its own submissions.
 
 - ``rest_clients``: one thread per API token, ``POST /api/v1/jobs/`` over one persistent
-  ``http.client`` connection (HTTP/1.1 keep-alive; when the server answers ``Connection:
-  close``, as gunicorn's sync workers do, http.client opens a new connection for the next one).
+  ``http.client`` connection (HTTP/1.1 keep-alive, as gunicorn.conf.py's threaded workers keep
+  it; when the server answers ``Connection: close``, as gunicorn's sync workers do, http.client
+  opens a new connection for the next one).
 - ``service_clients``: ``queues.services.submit_job`` from threads of this process (each with
   its own database connection, closed at the end).
 """

@@ -70,15 +70,16 @@ class Stack:
         self.children[name] = child
         return child
 
-    def start_web(self, port: int, workers: int) -> str:
-        """gunicorn with ``workers`` sync workers on 127.0.0.1:``port``; returns its base URL
-        once /healthz answers."""
+    def start_web(self, port: int, workers: int, options: list[str] | None = None) -> str:
+        """gunicorn with ``workers`` workers on 127.0.0.1:``port``, configured as deployed (the
+        repository's gunicorn.conf.py) unless ``options`` say otherwise (e.g. ``["--worker-class",
+        "sync"]``); returns its base URL once /healthz answers."""
         self._start(
             "web",
             [
                 sys.executable, "-m", "gunicorn", "gpuplatform.wsgi",
-                "--bind", f"127.0.0.1:{port}", "--workers", str(workers),
-                "--worker-class", "sync", "--timeout", "120",
+                "--bind", f"127.0.0.1:{port}", "--workers", str(workers), "--timeout", "120",
+                *(options or []),
             ],
         )  # fmt: skip
         base = f"http://127.0.0.1:{port}"

@@ -16,7 +16,9 @@ Each round:
 2. empties its Redis databases (``--redis-db`` for the broker, ``--cache-db`` for the cache,
    by default the next one; both may be the same) and
    starts ``celery -A gpuplatform worker -B`` with ``CYCLE_INTERVAL=1`` and, in ``rest`` mode,
-   gunicorn with ``--web-workers`` sync workers on 127.0.0.1;
+   gunicorn with ``--web-workers`` workers on 127.0.0.1, configured as deployed
+   (gunicorn.conf.py: threaded workers with keep-alive; the old sync workers:
+   ``--web-options '--worker-class sync --threads 1'``);
 3. submits ``--jobs`` 1-GPU jobs from ``--concurrency`` threads: ``POST /api/v1/jobs/`` with a
    token over keep-alive HTTP/1.1 (``rest``), or ``queues.services.submit_job`` (``inprocess``);
    with ``--array N`` each POST is a job array of N jobs (``{"array": N, ...}``, the last one
@@ -211,7 +213,8 @@ def run_round(args: argparse.Namespace, mode: str, number: int, folder: Path) ->
     with Stack({**os.environ, "LOG_LEVEL": "INFO"}, folder / f"round{number}-{mode}") as stack:
         stack.folder.mkdir(parents=True, exist_ok=True)
         stack.start_worker(args.worker_concurrency)
-        base = stack.start_web(free_port(), args.web_workers) if mode == "rest" else ""
+        options = args.web_options.split() if args.web_options else []
+        base = stack.start_web(free_port(), args.web_workers, options) if mode == "rest" else ""
         stack.wait_until("worker", CycleRun.objects.exists, timeout=90)  # beat ticks: cycles run
         phases_before = probes.phase_counters()
         cpu_before = {name: stack.cpu_seconds(name) for name in stack.children}
@@ -350,7 +353,13 @@ def main() -> int:
     parser.add_argument("--teams", type=int, default=4)
     parser.add_argument("--concurrency", type=int, default=4, help="client threads")
     parser.add_argument("--rounds", type=int, default=1, help="with --mode both: rest, inprocess")
-    parser.add_argument("--web-workers", type=int, default=2, help="gunicorn sync workers")
+    parser.add_argument("--web-workers", type=int, default=2, help="gunicorn workers")
+    parser.add_argument(
+        "--web-options",
+        default="",
+        help="more gunicorn options, e.g. '--worker-class sync --threads 1' "
+        "(default: gunicorn.conf.py's)",
+    )
     parser.add_argument("--worker-concurrency", type=int, default=2, help="Celery pool size")
     parser.add_argument("--database-url", default=DEFAULT_URL)
     parser.add_argument("--redis-db", type=int, default=12, help="the broker's")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import logging
+from collections.abc import Iterable
 from types import SimpleNamespace
 from typing import Any, TypeVar
 
@@ -195,6 +196,18 @@ class FieldTemplateMixin:
             template = super().get_fields()  # type: ignore[misc]
             cls._field_template = template  # type: ignore[attr-defined]
         return {name: _clone_field(field) for name, field in template.items()}
+
+    def field_names(self) -> Iterable[str]:
+        """The names of this instance's fields, in order, without binding copies of the class's
+        (an answer written directly, as ``JobSerializer``'s, needs only the names): the bound
+        fields' once built, else the template's."""
+        bound = self.__dict__.get("fields")
+        if bound is not None:
+            return bound.keys()  # type: ignore[no-any-return]
+        template = type(self).__dict__.get("_field_template")
+        if template is None:
+            return self.fields.keys()  # type: ignore[attr-defined,no-any-return]
+        return template.keys()  # type: ignore[no-any-return]
 
 
 def bounded_int(**kwargs: Any) -> fields.IntegerField:

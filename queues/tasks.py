@@ -53,8 +53,10 @@ class CycleTask(Task):  # type: ignore[misc]
 def run_scheduling_cycle(self: CycleTask) -> int | None:
     """Run one scheduling cycle; returns its ``CycleRun`` id (None: skipped, lease taken)."""
     hostname = getattr(self.request, "hostname", None) or ""
-    cycle_started()
-    report = run_cycle(worker=hostname, drivers=self.drivers, keep=self.keep)
+    # the queued-cycle mark is cleared by the cycle that takes the lease: a task skipped while
+    # another cycle runs (a second worker process) leaves it, so submissions meanwhile do not
+    # queue one more skipped task each (issue 27: one per two or three POSTs before)
+    report = run_cycle(worker=hostname, drivers=self.drivers, keep=self.keep, started=cycle_started)
     logger.info(
         "scheduling cycle tick (cycle run %s on %s): %s",
         report.cycle_run_id,

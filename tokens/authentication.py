@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
+from django.db import connection
 from django.db.models import Q
 from django.utils import timezone
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions
 from rest_framework.request import Request
 
-from gpuplatform import lockout
+from gpuplatform import lockout, roles
 from tokens.models import ApiToken, split_token
 
 logger = logging.getLogger(__name__)
@@ -58,7 +60,7 @@ class ApiTokenAuthentication(authentication.BaseAuthentication):
         if parts is None:
             raise exceptions.AuthenticationFailed("Invalid token.")
         prefix, secret = parts
-        token = ApiToken.objects.select_related("user").filter(prefix=prefix).first()
+        token = read_token(prefix)
         if token is None or not token.matches(secret):
             raise exceptions.AuthenticationFailed("Invalid token.")
         now = timezone.now()
@@ -86,6 +88,81 @@ class ApiTokenAuthentication(authentication.BaseAuthentication):
 
     def authenticate_header(self, request: Request) -> str:
         return 'Bearer realm="api"'
+
+
+@dataclass(frozen=True)
+class _TokenRead:
+    """The SQL of ``read_token`` on one database, and how to build its rows."""
+
+    sql: str
+    token_fields: list[Any]
+    user_fields: list[Any]
+    converters: list[tuple[int, list[Any], Any]]  # column, converters, expression
+    rights: bool  # two more columns: the user's groups and team ids (PostgreSQL)
+
+
+_reads: dict[tuple[str, str], _TokenRead] = {}
+
+
+def read_token(prefix: str) -> ApiToken | None:
+    """The token of ``prefix`` with its user, as ``ApiToken.objects.select_related("user")
+    .filter(prefix=prefix).first()`` reads it, by one SQL string written once from the models'
+    tables (the ORM built and compiled that query at every request: a fifth of a job
+    submission's CPU, BENCHMARKS.md issue 27). On PostgreSQL the same query reads the user's
+    groups and teams (gpuplatform/roles.py), which every API request's rules ask next."""
+    read = _reads.get((connection.alias, connection.vendor))
+    if read is None:
+        read = _reads[(connection.alias, connection.vendor)] = _token_read()
+    with connection.cursor() as cursor:
+        cursor.execute(read.sql, [prefix])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    values = list(row)
+    for index, converters, expression in read.converters:
+        for converter in converters:
+            values[index] = converter(values[index], expression, connection)
+    count = len(read.token_fields)
+    token = ApiToken.from_db(connection.alias, read.token_fields, values[:count])
+    ends = count + len(read.user_fields)
+    user = ApiToken.user.field.related_model.from_db(
+        connection.alias, read.user_fields, values[count:ends]
+    )
+    ApiToken.user.field.set_cached_value(token, user)
+    if read.rights:
+        roles.remember_rights(user, values[ends], values[ends + 1])
+    return token
+
+
+def _token_read() -> _TokenRead:
+    quote = connection.ops.quote_name
+    user_model = ApiToken.user.field.related_model
+    columns: list[str] = []
+    converters: list[tuple[int, list[Any], Any]] = []
+    names: dict[str, list[str]] = {"t": [], "u": []}
+    for alias, model in (("t", ApiToken), ("u", user_model)):
+        for field in model._meta.concrete_fields:
+            expression = field.get_col(alias)
+            found = connection.ops.get_db_converters(expression) + field.get_db_converters(
+                connection
+            )
+            if found:
+                converters.append((len(columns), found, expression))
+            columns.append(f"{alias}.{quote(field.column)}")
+            names[alias].append(field.attname)
+    rights = connection.vendor == "postgresql"
+    if rights:
+        columns.append(
+            roles.rights_arrays_sql(user_model, f"u.{quote(user_model._meta.pk.column)}")
+        )
+    user_key = ApiToken._meta.get_field("user")
+    sql = (
+        f"SELECT {', '.join(columns)} FROM {quote(ApiToken._meta.db_table)} t "
+        f"INNER JOIN {quote(user_model._meta.db_table)} u "
+        f"ON u.{quote(user_model._meta.pk.column)} = t.{quote(user_key.column)} "
+        f"WHERE t.{quote(ApiToken._meta.get_field('prefix').column)} = %s"
+    )
+    return _TokenRead(sql, names["t"], names["u"], converters, rights)
 
 
 class ApiTokenScheme(OpenApiAuthenticationExtension):  # type: ignore[no-untyped-call]

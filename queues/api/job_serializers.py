@@ -223,7 +223,7 @@ class JobSerializer(FieldTemplateMixin, serializers.ModelSerializer[Job]):
             "pending_message": row.pending_message if pending else "",
             "estimated_start": moment(row.estimated_start) if pending else None,
         }
-        return {name: values[name] for name in self.fields}
+        return {name: values[name] for name in self.field_names()}
 
     @cached_property
     def _moment(self) -> Any:

@@ -23,6 +23,7 @@ the worker) would not move the version another (the web) reads.
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -54,6 +55,7 @@ class Catalog:
     # flavor name -> the most units on one node / in one cluster (every node counts)
     node_most: dict[str, int] = field(default_factory=dict)
     cluster_most: dict[str, int] = field(default_factory=dict)
+    expires: float = 0.0  # when the shared cache's copy expires (time.time())
 
     def accepts(self, queue: Queue, service_class: ServiceClass) -> bool:
         """``Queue.accepts_service_class``, from the catalog."""
@@ -125,8 +127,19 @@ def read() -> Catalog:
     return catalog
 
 
+_kept: tuple[str, Catalog] | None = None
+"""The entry this process read last, by its key: while the version is the same, the entry is
+(an entry never changes under its key), and it is not read and unpickled again."""
+
+
 def current() -> Catalog:
-    """The catalog as the database has it now (from the shared cache when it is on)."""
+    """The catalog as the database has it now (from the shared cache when it is on). The
+    version is asked of the shared cache every time; the entry of a version this process has
+    read already comes from memory (no second round trip, no unpickling of its rows), until the
+    shared cache's copy would have expired. The catalog's objects are shared by the requests of
+    a process, as its rules and fields share them within a request: read them, never change
+    them."""
+    global _kept
     seconds = settings.CATALOG_CACHE_SECONDS
     if seconds <= 0:
         return read()
@@ -135,11 +148,17 @@ def current() -> Catalog:
         cache.add(VERSION_KEY, uuid.uuid4().hex, timeout=None)
         version = cache.get(VERSION_KEY)
     key = ENTRY_KEY.format(version)
+    kept = _kept
+    if kept is not None and kept[0] == key and time.time() < kept[1].expires:
+        return kept[1]
     found = cache.get(key)
     if isinstance(found, Catalog):
+        _kept = (key, found)
         return found
     catalog = read()  # read after the version: rows committed later move it on again
+    catalog.expires = time.time() + seconds
     cache.set(key, catalog, timeout=seconds)
+    _kept = (key, catalog)
     return catalog
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 
@@ -50,6 +50,7 @@ def run_cycle(
     worker: str = "",
     drivers: DriverPool | None = None,
     keep: SnapshotKeep | None = None,
+    started: Callable[[], None] | None = None,
 ) -> CycleReport:
     """Run one cycle at ``now`` (default: the current time) and report what it did.
 
@@ -57,12 +58,13 @@ def run_cycle(
     process keeps one, queues/tasks.py); without one the clusters are read from scratch.
     ``keep``: likewise, the engine state and last snapshot kept across the caller's cycles
     (snapshot_keep.py; it changes no decision); without one the engine starts afresh.
+    ``started``: called once this cycle holds the lease (not when it is skipped).
 
     Every log line written meanwhile (decisions, side effects, driver calls) carries the cycle's
     id (``report.cycle_id``; gpuplatform/logs.py), and the last one names its ``CycleRun``."""
     report = CycleReport(now=now or timezone.now(), cycle_id=uuid.uuid4().hex[:12])
     with cycle_context(report.cycle_id):
-        _run(report, now, policy, worker, drivers, keep or SnapshotKeep())
+        _run(report, now, policy, worker, drivers, keep or SnapshotKeep(), started)
     return report
 
 
@@ -73,12 +75,15 @@ def _run(
     worker: str,
     drivers: DriverPool | None,
     keep: SnapshotKeep,
+    started: Callable[[], None] | None = None,
 ) -> None:
     holder = lease.new_holder()
     if not lease.acquire(holder):
         report.ran = False
         logger.info("scheduling cycle skipped: another worker holds the lease")
         return
+    if started is not None:
+        started()
     try:
         with lease.Renewal(holder):
             _work(report, now, policy, worker or holder, holder, drivers, keep)

@@ -38,7 +38,7 @@ from queues.models.job_rules import (
     check_submission,
     resolved,
 )
-from queues.services import clock
+from queues.services import clock, job_insert
 from queues.services import effects as fx
 from queues.services import events as job_events
 from queues.services.transitions import move, set_runtime
@@ -78,7 +78,8 @@ def queue_cycle() -> None:
 
 
 def cycle_started() -> None:
-    """Called by the cycle task as it starts: changes from now on need a cycle of their own."""
+    """Called by a cycle once it holds the lease (queues/tasks.py; a task skipped because
+    another cycle runs does not call it): changes from now on need a cycle of their own."""
     cache.delete(CYCLE_QUEUED_KEY)
 
 
@@ -203,6 +204,8 @@ def write_jobs(new: Sequence[NewJob], *, array: bool = False) -> list[Job]:
     the jobs are one array (Slurm's ``--array``): each job's ``array_id`` is the first job's id
     and ``array_index`` its place (one more INSERT and an UPDATE of the first job)."""
     jobs = [n.job for n in new]
+    if len(new) == 1 and not array and job_insert.usable():
+        return [_write_one(new[0])]
     with transaction.atomic():
         if array and jobs:
             head = jobs[0]
@@ -234,6 +237,24 @@ def write_jobs(new: Sequence[NewJob], *, array: bool = False) -> list[Job]:
     for job, links in zip(jobs, held, strict=True):
         job.keep_flavor_links(links)
     return jobs
+
+
+def _write_one(new: NewJob) -> Job:
+    """``write_jobs`` of one job on PostgreSQL: the same rows in one statement
+    (queues/services/job_insert.py), atomic on its own: no BEGIN and COMMIT around it."""
+    job = new.job
+    links = [
+        JobFlavor(job=job, flavor=flavor, rank=rank) for rank, flavor in enumerate(new.flavors)
+    ]
+    event = new.said.row(job, job.submitted_at)
+    if transaction.get_connection().in_atomic_block:  # the caller's: a savepoint, as before
+        with transaction.atomic():
+            job_insert.insert_job(job, links, JobRuntime(job=job), event)
+    else:
+        job_insert.insert_job(job, links, JobRuntime(job=job), event)
+    queue_cycle()  # once committed: at once outside a transaction
+    job.keep_flavor_links(links)
+    return job
 
 
 def cancel_job(job: Job, by_user: Any, *, now: datetime | None = None, by: str = "") -> Job:

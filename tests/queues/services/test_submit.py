@@ -99,3 +99,36 @@ def test_a_burst_of_submissions_queues_one_cycle_until_it_starts(
         submit(gpus=1, name="after-the-cycle-started")
         submit(gpus=1, name="and-another")
     assert queued_cycles == [1, 1]
+
+
+def test_a_cycle_task_skipped_while_another_cycle_runs_keeps_the_burst_to_one_task(
+    world, submit, queued_cycles, django_capture_on_commit_callbacks
+):
+    """With two worker processes, the second one takes a queued cycle while the first runs one:
+    it skips (the lease is taken) and must not clear the mark, or every next submission would
+    queue one more task that skips too (issue 27: one task per two or three POSTs)."""
+    from django.core.cache import cache
+
+    from queues import tasks
+    from queues.models import CycleRun
+    from queues.services import lease
+    from queues.services.jobs import CYCLE_QUEUED_KEY
+
+    cache.delete(CYCLE_QUEUED_KEY)
+    with django_capture_on_commit_callbacks(execute=True):
+        submit(gpus=1, name="first")
+    assert queued_cycles == [1]
+    running = lease.new_holder()
+    assert lease.acquire(running)  # a cycle of another worker process runs
+    runs = CycleRun.objects.count()
+    tasks.run_scheduling_cycle()  # the queued task: skipped
+    assert CycleRun.objects.count() == runs
+    with django_capture_on_commit_callbacks(execute=True):
+        for index in range(5):
+            submit(gpus=1, name=f"meanwhile-{index}")
+    assert queued_cycles == [1]  # still the one queued: no task per submission
+    lease.release(running)
+    tasks.run_scheduling_cycle()  # a cycle that runs clears it: later changes need their own
+    with django_capture_on_commit_callbacks(execute=True):
+        submit(gpus=1, name="after")
+    assert queued_cycles == [1, 1]
