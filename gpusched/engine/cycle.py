@@ -1,8 +1,8 @@
 """One scheduling cycle: snapshot in, decisions out (docs/SCHEDULING.md section 4).
 
 ``run_cycle`` ranks the pending jobs, admits what fits quota and placement, preempts under rules
-1-7, reserves for the best-ranked blocked job (EASY backfill), grows elastic jobs into idle
-capacity and explains every job left pending. Deterministic: same snapshot, same result.
+1-7, reserves for the best-ranked blocked job (EASY backfill) or an aged borrowing job (aging.py),
+grows elastic jobs into idle capacity and explains every job left pending. Deterministic.
 
 What the walk learns about job shapes on the cycle's current state lives in its ``WalkMemo``
 (``memo.py``, which says what each memo holds and when it is forgotten); what is kept from one
@@ -16,6 +16,7 @@ from itertools import chain
 from typing import Literal
 
 from gpusched.engine import explain, reaccount
+from gpusched.engine.aging import BLOCKED, PREEMPTED, AgedReservation
 from gpusched.engine.backfill import find_reservation
 from gpusched.engine.context import build_context
 from gpusched.engine.explain import PendingInfo
@@ -300,6 +301,9 @@ class _Cycle:
         )
 
     # -- preemption ----------------------------------------------------------------------------
+    def may_preempt(self) -> bool:
+        return self.policy.preemption and self.failed_preemptions < MAX_FAILED_PREEMPTIONS
+
     def try_preempt(self, job: PendingJob) -> bool:
         """Called while fewer than MAX_FAILED_PREEMPTIONS searches have failed this cycle."""
         ctx = self.ctx
@@ -497,10 +501,11 @@ class _Cycle:
         skip_known = self.reuse and not self.explain
         admission_failed = self.memo.admission
         quota_blocked = self.memo.quota_blocked.get  # read for every job: bound once
+        aged = AgedReservation(self, ranking)
         only_admissions = self._only_admissions_left()
         fair.blocks_all = self.blocks_all if only_admissions else None
         recheck = 0
-        for facts in chain(ranking.first, fair, ranking.last):
+        for facts in chain(ranking.first, aged.gate(), fair, ranking.last):
             ranked.append(facts)
             job = facts.job
             if self.head_blocker is not None:
@@ -510,27 +515,31 @@ class _Cycle:
                 blocked = quota_blocked(facts.rank_shape)
                 if blocked or (blocked is None and self.quota_blocks_shape(facts)):
                     continue
-            reservation = ctx.reservation
-            long_job = False
-            if reservation is not None:
-                estimate = facts.estimate
-                if estimate is None:
-                    estimate = fallback.get(job.service_class, default)
-                long_job = now + estimate > reservation.start
-            key = facts.long_key if long_job else facts.short_key
-            if skip_known and key in admission_failed:
-                continue
-            if self.try_admit(facts, long_job):
-                continue
-            if (
-                policy.preemption
-                and self.failed_preemptions < MAX_FAILED_PREEMPTIONS
-                and self.try_preempt(job)
-            ):
+            if job is aged.job:  # it holds the reservation (aging.py), so may take it
+                outcome = aged.walk(facts)
+            else:
+                reservation = ctx.reservation
+                long_job = False
+                if reservation is not None:
+                    estimate = facts.estimate
+                    if estimate is None:
+                        estimate = fallback.get(job.service_class, default)
+                    long_job = now + estimate > reservation.start
+                key = facts.long_key if long_job else facts.short_key
+                if skip_known and key in admission_failed:
+                    continue
+                if self.try_admit(facts, long_job):
+                    continue
+                outcome = PREEMPTED if self.may_preempt() and self.try_preempt(job) else BLOCKED
+            if outcome == PREEMPTED:
                 fair.refresh()  # the victims' queues may borrow less now
                 if self.freed_at_once:  # the jobs ranked before it saw fewer free GPUs
                     self.freed_at_once = False
                     recheck = len(ranked) - 1
+            if outcome != BLOCKED:
+                if job.name in aged.done:  # an aged job started: the reservation passed on
+                    only_admissions = self._only_admissions_left()
+                    fair.blocks_all = self.blocks_all if only_admissions else None
                 continue
             left.add(job.name)
             why = self.blocked_reason.get(job.name, (explain.CAPACITY, ""))

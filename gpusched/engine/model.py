@@ -128,6 +128,7 @@ class PendingJob:
     estimated_runtime: float | None = None
     # set: only these clusters may run it (a workload applied to one cluster, docs/KUEUE.md)
     clusters: tuple[str, ...] = ()
+    stops: int = 0  # times it was stopped and requeued before (any reason): it does not age
 
 
 @dataclass(frozen=True, slots=True)

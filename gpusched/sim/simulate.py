@@ -18,7 +18,7 @@ import math
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import filterfalse
 from operator import attrgetter
 from typing import Any
@@ -268,7 +268,7 @@ class Simulator:
         job.version += 1
         if job.requeue and job.state == "stopping":
             job.state = "pending"
-            self.pending[job.spec.name] = job.pending
+            self.pending[job.spec.name] = job.pending = replace(job.pending, stops=job.stops)
             self.report.event(t, "requeue", job=job.spec.name)
         elif job.state == "stopping":
             job.state = job.end_state

@@ -367,6 +367,7 @@ def _pending(
         topology=row.topology,
         estimated_runtime=clock.wall_seconds(row.estimated_runtime, scale),
         clusters=clusters,
+        stops=row.preemption_count,
     )
 
 
