@@ -168,9 +168,12 @@ def test_a_cohorts_weight_is_edited_checked_and_ranks_its_subtree(
 
     snapshot = build_snapshot(datetime(2026, 1, 1, tzinfo=UTC)).snapshot
     assert {c.name: c.weight for c in snapshot.cohorts}["research"] == 3
+    # submitted a minute before the snapshot: neither has waited long enough to age
+    # (docs/SCHEDULING.md section 4, "Aging"), so only the ranking decides
+    submitted = snapshot.now - 60.0
     jobs = (
-        engine.PendingJob("older", "team-b/main", "standard", 0.0, 2, 8, ("h100",)),
-        engine.PendingJob("newer", "team-a/main", "standard", 1.0, 2, 8, ("h100",)),
+        engine.PendingJob("older", "team-b/main", "standard", submitted, 2, 8, ("h100",)),
+        engine.PendingJob("newer", "team-a/main", "standard", submitted + 1.0, 2, 8, ("h100",)),
     )
     snapshot = replace(
         snapshot, pending=jobs, service_classes=(engine.ServiceClass("standard", 100),)
