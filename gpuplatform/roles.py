@@ -46,20 +46,9 @@ def _rights_sql(user_model: type[Any]) -> str:
     (``user.memberships``) in one UNION, written from the models' tables. The ORM's
     building and compiling of the same query took 0.7 ms of CPU of a job submission's 6 to 9
     (BENCHMARKS.md, issue 27); this string takes a small fraction of that."""
-    quote = connection.ops.quote_name
-    groups = user_model._meta.get_field("groups")
-    through = groups.remote_field.through._meta
-    group = groups.related_model._meta
-    memberships = user_model._meta.get_field("memberships")
-    membership = memberships.related_model._meta
+    group, groups_from, team, teams_from = _rights_reads(user_model, "%s")
     return (
-        f"SELECT 'g', g.{quote(group.get_field('name').column)} "
-        f"FROM {quote(group.db_table)} g JOIN {quote(through.db_table)} ug "
-        f"ON ug.{quote(groups.m2m_reverse_name())} = g.{quote(group.pk.column)} "
-        f"WHERE ug.{quote(groups.m2m_column_name())} = %s "
-        f"UNION ALL SELECT 't', CAST(m.{quote(membership.get_field('team').column)} AS text) "
-        f"FROM {quote(membership.db_table)} m "
-        f"WHERE m.{quote(memberships.field.column)} = %s"
+        f"SELECT 'g', {group} {groups_from} UNION ALL SELECT 't', CAST({team} AS text) {teams_from}"
     )
 
 
@@ -67,6 +56,14 @@ def rights_arrays_sql(user_model: type[Any], user_id: str) -> str:
     """PostgreSQL only: ``_rights``' two reads as two array columns of a query that has the
     user's id as the SQL expression ``user_id`` (the token's read: tokens/authentication.py),
     the group names, then the team ids; ``remember_rights`` keeps them on the user."""
+    group, groups_from, team, teams_from = _rights_reads(user_model, user_id)
+    return f"ARRAY(SELECT {group} {groups_from}), ARRAY(SELECT {team} {teams_from})"
+
+
+def _rights_reads(user_model: type[Any], user_id: str) -> tuple[str, str, str, str]:
+    """The two reads of the rights, written from the models' tables for the user whose id is the
+    SQL expression ``user_id``: the group name's column and its ``FROM ... WHERE``, then the
+    team id's column and its ``FROM ... WHERE``."""
     quote = connection.ops.quote_name
     groups = user_model._meta.get_field("groups")
     through = groups.remote_field.through._meta
@@ -74,13 +71,13 @@ def rights_arrays_sql(user_model: type[Any], user_id: str) -> str:
     memberships = user_model._meta.get_field("memberships")
     membership = memberships.related_model._meta
     return (
-        f"ARRAY(SELECT g.{quote(group.get_field('name').column)} "
+        f"g.{quote(group.get_field('name').column)}",
         f"FROM {quote(group.db_table)} g JOIN {quote(through.db_table)} ug "
         f"ON ug.{quote(groups.m2m_reverse_name())} = g.{quote(group.pk.column)} "
-        f"WHERE ug.{quote(groups.m2m_column_name())} = {user_id}), "
-        f"ARRAY(SELECT m.{quote(membership.get_field('team').column)} "
+        f"WHERE ug.{quote(groups.m2m_column_name())} = {user_id}",
+        f"m.{quote(membership.get_field('team').column)}",
         f"FROM {quote(membership.db_table)} m "
-        f"WHERE m.{quote(memberships.field.column)} = {user_id})"
+        f"WHERE m.{quote(memberships.field.column)} = {user_id}",
     )
 
 
