@@ -12,6 +12,7 @@ from types import SimpleNamespace
 from typing import Any, TypeVar
 
 from django.conf import settings
+from django.core.cache import DEFAULT_CACHE_ALIAS, caches
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import DataError, IntegrityError, models
@@ -31,6 +32,7 @@ from rest_framework.views import APIView
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from gpuplatform import access
+from gpuplatform.cache import RedisCache
 
 logger = logging.getLogger(__name__)
 
@@ -228,9 +230,38 @@ class JobSubmitThrottle(throttling.ScopedRateThrottle):
     and operators can change it), counted in the default cache."""
 
     scope_attr = "throttle_scope"  # views set ``throttle_scope = JOB_SUBMIT_SCOPE`` where it counts
+    window: tuple[int, float] | None = None  # in Redis: (hits in the window, the oldest's time)
 
     def get_rate(self) -> str | None:
         return str(settings.JOB_SUBMIT_RATE) or None
+
+    def allow_request(self, request: Any, view: Any) -> bool:
+        """In Redis, one atomic round trip (gpuplatform/cache.py ``count_in_window``); in the
+        in-process cache of a single process, DRF's read and write of the history."""
+        store = caches[DEFAULT_CACHE_ALIAS]
+        if not isinstance(store, RedisCache):
+            return bool(super().allow_request(request, view))
+        self.scope = getattr(view, self.scope_attr, None)  # as ScopedRateThrottle's
+        self.rate = self.get_rate() if self.scope else None
+        if self.rate is None:
+            return True
+        self.num_requests, self.duration = self.parse_rate(self.rate)
+        self.key = self.get_cache_key(request, view)
+        if self.key is None:
+            return True
+        self.now = self.timer()
+        counted, hits, oldest = store.count_in_window(
+            self.key, self.now, self.duration, self.num_requests
+        )
+        self.window = (hits, oldest)
+        return counted
+
+    def wait(self) -> float | None:
+        """Seconds until the oldest hit of a full window falls out of it (as DRF's)."""
+        if self.window is None:
+            return super().wait()  # type: ignore[no-any-return]
+        _, oldest = self.window
+        return max(0.0, self.duration - (self.now - oldest))
 
 
 def count_submission(request: Any) -> float | None:
