@@ -71,7 +71,7 @@ def quality(report: dict[str, Any], scenario: dict[str, Any]) -> dict[str, Any]:
             continue
         job = e["job"]
         if kind == "admit":
-            units = sum(e["placement"].values()) * specs[job]["gpus_per_worker"]
+            units = sum(e["placement"].values())  # a report's placement: GPUs per node
             running[job] = (t, e["flavor"], units)
             used[(specs[job]["queue"], e["flavor"])] += units
             continue
@@ -87,7 +87,7 @@ def quality(report: dict[str, Any], scenario: dict[str, Any]) -> dict[str, Any]:
                 stops[job] += 1
             kept = e.get("placement") or {}
             if kept:  # a shrink: the job goes on with the kept workers
-                left = sum(kept.values()) * specs[job]["gpus_per_worker"]
+                left = sum(kept.values())
                 running[job] = (t, flavor, left)
                 used[(specs[job]["queue"], flavor)] += left
     jobs = report["jobs"]

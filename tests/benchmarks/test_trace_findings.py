@@ -76,3 +76,34 @@ def test_scale_sweep_point_times_a_cycle_with_the_requested_pending_jobs() -> No
     assert point.running > 0
     assert 0 < point.median_ms <= point.max_ms
     assert 0 < point.explain_median_ms <= point.explain_max_ms
+
+
+def test_lost_work_and_within_nominal_count_a_placements_gpus_once() -> None:
+    """A report's placement gives GPUs per node (docs/SCENARIOS.md): an 8-GPU worker holds 8
+    GPUs, not 8 x 8. ``big`` runs 1,000 s on 8 GPUs and is stopped: 8,000 GPU-s lost of the
+    8,000 + 3 x 5,000 used; ``a2`` fits queue a's nominal 2 beside ``a1`` when submitted."""
+    from benchmarks.preemption_quality import quality
+
+    report = {
+        "events": [
+            admit(0, "a1"),
+            admit(0, "b1"),
+            admit(0, "big", 8),
+            {"t": 1000, "type": "preempt", "job": "big", "by": "a2", "reason": "reclaim"},
+            admit(1000, "a2"),
+            {"t": 5000, "type": "finish", "job": "a1"},
+            {"t": 5000, "type": "finish", "job": "b1"},
+            {"t": 6000, "type": "finish", "job": "a2"},
+        ],
+        "jobs": [
+            {"name": "a1", "submitted_at": 0, "started_at": 0, "finished_at": 5000},
+            {"name": "b1", "submitted_at": 0, "started_at": 0, "finished_at": 5000},
+            {"name": "a2", "submitted_at": 0, "started_at": 1000, "finished_at": 6000},
+        ],
+    }
+    got = quality(report, SCENARIO)
+    assert got["lost_gpu_h"] == 8000 / 3600
+    assert round(got["lost_pct"], 6) == round(100 * 8000 / (8000 + 15000), 6)
+    assert got["most_stops"] == 1
+    # a1 and a2; not b1: at its submission queue b holds b1 and big, 9 GPUs of its nominal 6
+    assert got["within_jobs"] == 2
