@@ -7,7 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 from gpusched.check.checker import check_report
-from gpusched.sim.simulate import simulate
+from gpusched.engine.cycle import run_cycle
+from gpusched.engine.model import Snapshot
+from gpusched.sim.simulate import Simulator, simulate
 from tests.gpusched.swap_scenario import swap_scenario
 
 
@@ -32,3 +34,28 @@ def test_without_preemption_nothing_is_taken_back() -> None:
     report = simulate(swap_scenario(), "greedy")
     assert ("admit", "a-new") in _at(report, 100)
     assert ("admit", "b-new") not in _at(report, 100)
+
+
+class _Recorder(Simulator):
+    """The simulator, keeping the snapshot of the cycle at t = 100."""
+
+    kept: Snapshot | None = None
+
+    def snapshot(self, t: float) -> Snapshot:
+        snap = super().snapshot(t)
+        if t == 100:
+            self.kept = snap
+        return snap
+
+
+def test_the_job_taken_back_is_explained_as_pending() -> None:
+    sim = _Recorder(swap_scenario(), "default")
+    sim.run()
+    assert sim.kept is not None
+    result = run_cycle(sim.kept, explain_pending=True)
+    assert [a.job for a in result.admits] == ["b-new"]
+    assert result.stops == ()
+    # live, every pending job says why it waits: the one taken back too (the cohort's pool is
+    # full again once b-new holds its GPU)
+    assert "a-new" in result.pending
+    assert result.pending["a-new"].reason == "cohort-pool"
