@@ -15,9 +15,10 @@ each worker on one node; gang size (elastic: ``min_workers``..``workers``); topo
 queue limit ``N + B`` (``N`` without cohort); cohort pool; only ``can_borrow`` classes borrow;
 preemption rules (non-preemptible, ``min_runtime``, priority only within the queue and strictly
 lower, reclaim/fair-share only of borrowing queues of the same cohort, rule 3's share tests in
-``share.py``); run times; work conservation after every cycle, and that a within-nominal job
-one borrowing victim would make room for starts in time (``conservation.py``); and that the
-report's per-job summary and totals agree with its events (``jobs.py``).
+``share.py``; rule 8, no same-cycle swap, in ``swaps.py``); run times; work conservation after
+every cycle, and that a within-nominal job one borrowing victim would make room for starts in
+time (``conservation.py``); and that the report's per-job summary and totals agree with its
+events (``jobs.py``).
 
 The replay itself (``Replay``: allocations, node events, capacity, gang, topology and quota
 checks) is in ``replay.py``; the preemption rules checked for each victim and its preemptor in

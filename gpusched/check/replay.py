@@ -13,6 +13,7 @@ from typing import Any
 
 from gpusched.check.conservation import Conservation
 from gpusched.check.jobs import EPS, JobHistory, fmt
+from gpusched.check.swaps import Swaps
 from gpusched.check.tree import Tree
 from gpusched.check.victims import check_promises, check_victim
 from gpusched.sim.scenario import JobSpec, QueueSpec, Scenario, ServiceClassSpec
@@ -80,6 +81,7 @@ class Replay:
         self.held_by: dict[str, str] = {}  # stopped job -> the preemptor its GPUs are held for
         self.node_changed_at: dict[str, float] = {}  # node -> its last scenario event
         self.conservation = Conservation(self, [])
+        self.swaps = Swaps(self)  # rule 8: no same-cycle swap
         self.conserving = True  # check work conservation (invariant 5)
         self.reclaiming = True  # check that a reclaim one victim allows happens (invariant 7)
         self.last_t = 0.0
@@ -186,6 +188,7 @@ class Replay:
         self.coming = defaultdict(int)
         self.lent_now = defaultdict(int)
         self.conservation.new_instant()
+        self.swaps.new_instant()
         for event in events:
             name, placement = event.get("job"), event.get("placement")
             job = self.jobs.get(name) if isinstance(name, str) else None
@@ -267,6 +270,7 @@ class Replay:
         # a preemptor whose victims' grace ends now starts before the instant's node events
         # (docs/SCENARIOS.md): a node cordoned or failed at this very instant is no fault
         starting = job.name in self.conservation.waiting
+        self.swaps.admitted(t, job, alloc, starting)
         self.running[job.name] = alloc
         self.conservation.started(job.name)
         self.take(alloc)
@@ -294,6 +298,7 @@ class Replay:
             return
         self.check_gang(t, job, new.workers, what)
         reason = event.get("reason")
+        self.swaps.scaled(event.get("by") if new.workers < old.workers else None)
         if new.workers < old.workers and reason in PROTECTED_REASONS:
             check_victim(self, t, job, old, event, str(reason), what)
             by = event.get("by")
@@ -479,6 +484,7 @@ class Replay:
         by = event.get("by")
         if isinstance(by, str):
             self.held_by[job.name] = by
+        self.swaps.stopped(job, alloc, str(reason), by if isinstance(by, str) else None)
         self.conservation.preempted(t, job.name, by if isinstance(by, str) else None)
         if isinstance(by, str) and self.grace(job) <= 0:
             # free at once in the report, but held for a preemptor that waits for others

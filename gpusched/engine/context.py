@@ -60,6 +60,8 @@ class CycleContext:
     # queues with an admitted, not yet started job that may not borrow: they must stay within
     # nominal until it starts, or it would start borrowing
     nominal_only: set[str] = field(default_factory=set)
+    # jobs whose admission this cycle was taken back for a preemptor (takeback.py)
+    taken_back: set[str] = field(default_factory=set)
     # releases decided by building the context (node failures, overruns) and GPUs of victims
     # beyond what their preemptor takes: flavor -> [(time, node, units, queue)]
     releases: dict[str, list[tuple[float, int, int, str]]] = field(default_factory=dict)

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from itertools import chain
 from typing import Literal
 
-from gpusched.engine import explain, reaccount
+from gpusched.engine import explain, reaccount, takeback
 from gpusched.engine.aging import BLOCKED, PREEMPTED, AgedReservation
 from gpusched.engine.backfill import find_reservation
 from gpusched.engine.context import build_context
@@ -330,7 +330,8 @@ class _Cycle:
                 memo.preemption_failed[shape] = least
                 self.failed_preemptions += 1
                 continue
-            self.commit_preemption(job, flavor, plan)
+            if not takeback.take_back(self, job, flavor, plan):  # rule 8: no same-cycle swap
+                self.commit_preemption(job, flavor, plan)
             return True
         return False
 

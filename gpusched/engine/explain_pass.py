@@ -48,6 +48,9 @@ def explain_pending(
     position: dict[str, int] = {}
     situations: dict[tuple[object, ...], _Situation] = {}
     capacity = explain.CAPACITY
+    if ctx.taken_back:  # admitted, then taken back for a preemptor (takeback.py): pending
+        started = {r.name for r in ctx.running[ctx.base_running :]}
+        pending = pending | (ctx.taken_back - started)
     for facts in ranked:
         job = facts.job
         name = job.name

@@ -1,0 +1,150 @@
+"""Rule 8 of docs/SCHEDULING.md section 4: no same-cycle swap.
+
+A cycle that has admitted a job X of queue Q (a plain admission: X stops nothing) must not then
+stop a running job of Q for a preemptor P of another queue, by reclaim or fair share, when X's
+GPUs would have served P: taking X back loses no work, stopping a running job does. The report
+lists an instant's admissions in the order the cycle walked them, so "then" is "X's ``admit``
+comes before P's". X's GPUs serve P when, all of them together:
+
+- X is in P's flavor, its class is preemptible, it holds at least as many GPUs as all the jobs
+  stopped for P (every one of them in Q), and Q stays at or above its nominal without X;
+- P, which needs no topology, fits (``min_workers``, else ``workers``, each on one node) in X's
+  cluster on the GPUs free before P's admission, plus X's, counting every job stopped at this
+  instant as still holding its GPUs.
+
+The check is made only where the report says enough, read in the engine's favour: P starts at
+the instant of its stops (the victims have no grace period), no job is shrunk at that instant,
+no preemptor of an earlier cycle is still waiting for its victims, and a reservation holds its
+nodes against a P that would still run at its start (and leaves P of the reserved job's queue
+unchecked).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from gpusched.sim.scenario import JobSpec
+
+if TYPE_CHECKING:
+    from gpusched.check.replay import Alloc, Replay
+
+SWAP_REASONS = ("reclaim", "fair-share")
+
+
+@dataclass
+class _Stop:
+    victim: Alloc
+    reason: str
+    by: str | None
+    at_once: bool  # no grace period: its GPUs came free at this instant
+
+
+class Swaps:
+    """What one instant has decided so far, for rule 8."""
+
+    def __init__(self, replay: Replay) -> None:
+        self.replay = replay
+        self.stops: list[_Stop] = []
+        self.shrunk = False
+        self.plain: list[tuple[JobSpec, Alloc]] = []
+
+    def new_instant(self) -> None:
+        self.stops = []
+        self.shrunk = False
+        self.plain = []
+
+    def stopped(self, job: JobSpec, alloc: Alloc, reason: str, by: str | None) -> None:
+        self.stops.append(_Stop(alloc, reason, by, self.replay.grace(job) <= 0))
+
+    def scaled(self, by: str | None) -> None:
+        if by is not None:
+            self.shrunk = True
+
+    def admitted(self, t: float, job: JobSpec, alloc: Alloc, starting: bool) -> None:
+        """Call on ``job``'s admission, before its GPUs are taken."""
+        mine = [stop for stop in self.stops if stop.by == job.name]
+        if mine:
+            self._check(t, job, alloc, mine)
+        elif not starting and all(stop.by != job.name for stop in self.stops):
+            self.plain.append((job, alloc))
+
+    def _check(self, t: float, job: JobSpec, alloc: Alloc, mine: list[_Stop]) -> None:
+        replay = self.replay
+        queues = {stop.victim.queue for stop in mine}
+        if (
+            self.shrunk
+            or job.topology is not None
+            or replay.conservation.waiting
+            or len(queues) != 1
+            or job.queue in queues
+            or any(stop.reason not in SWAP_REASONS or not stop.at_once for stop in mine)
+        ):
+            return
+        queue = queues.pop()
+        flavor = alloc.flavor
+        skip: frozenset[str] = frozenset()
+        conservation = replay.conservation
+        res = conservation.reserved
+        if (
+            res is not None
+            and conservation.is_pending(replay.jobs.get(res.job), t)
+            and res.flavor in (flavor, None)
+            and conservation.long(job, t, res)
+        ):
+            if replay.jobs[res.job].queue == job.queue:
+                return  # the reservation's quota share is not in the report
+            skip = res.nodes
+        stopped = sum(sum(stop.victim.placement.values()) for stop in mine)
+        used: dict[tuple[str, str], int] = defaultdict(int, replay.node_used)
+        queue_used = replay.queue_usage(queue, flavor)
+        for stop in self.stops:
+            if stop.at_once:
+                for node, gpus in stop.victim.placement.items():
+                    used[node, stop.victim.flavor] += gpus
+                if stop.victim.queue == queue and stop.victim.flavor == flavor:
+                    queue_used += sum(stop.victim.placement.values())
+        quota = replay.queues[queue].quotas.get(flavor)
+        nominal = quota.nominal if quota is not None else 0
+        for taken_job, taken in self.plain:
+            held = sum(taken.placement.values())
+            if (
+                taken.queue != queue
+                or taken.flavor != flavor
+                or held < stopped
+                or queue_used - held < nominal
+                or not replay.classes[taken_job.service_class].preemptible
+            ):
+                continue
+            if self._fits(job, flavor, taken, used, skip):
+                replay.fail(
+                    t, f"preempt for {job.name}", f"same-cycle swap: stopped {stopped} GPU(s) "
+                    f"of queue {queue} although this cycle had just admitted {taken_job.name} "
+                    f"of {queue} on {held} GPU(s) of {flavor} that would have held {job.name} "
+                    "(rule 8: take that admission back instead)"
+                )  # fmt: skip
+                return
+
+    def _fits(
+        self,
+        job: JobSpec,
+        flavor: str,
+        taken: Alloc,
+        used: dict[tuple[str, str], int],
+        skip: frozenset[str],
+    ) -> bool:
+        """Whether ``job`` fits in ``taken``'s cluster on the free GPUs plus ``taken``'s."""
+        replay = self.replay
+        g = job.gpus_per_worker
+        workers = 0
+        for node, cluster in replay.node_cluster.items():
+            if cluster != taken.cluster or node in skip:
+                continue
+            if node in replay.failed or node in replay.cordoned:
+                continue
+            free = replay.capacity[node].get(flavor, 0) - used.get((node, flavor), 0)
+            free += taken.placement.get(node, 0)
+            if free >= g:
+                workers += free // g
+        return workers >= (job.min_workers or job.workers)
