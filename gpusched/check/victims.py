@@ -2,12 +2,14 @@
 
 A victim's class must be preemptible and past its ``min_runtime`` (and, for a fair-share or
 priority stop, past its ``preemption_protection``) since its last start, and a fair-share or
-priority victim stopped fewer than ``STOP_BOUND`` times before; a preemptor may stop only
-strictly lower-priority jobs of its own queue (``priority``) or, from another queue of the
-cohort, jobs of borrowing queues (``reclaim``, ``fair-share`` with rule 3's share tests in
-``share.py``; in a cohort tree each cohort between the victim's queue and the two queues'
-common cohort must borrow too); and the preemptor must start once the victims' grace period
-has passed, plus one cycle (its promise), unless it is excused (``Replay.started_in_time``).
+priority victim stopped fewer than ``STOP_BOUND`` times before and not cheaper to wait for (its
+estimated end, times the preemptor's GPUs, no sooner than the work the stop throws away); a
+preemptor may stop only strictly lower-priority jobs of its own queue (``priority``) or, from
+another queue of the cohort, jobs of borrowing queues (``reclaim``, ``fair-share`` with rule
+3's share tests in ``share.py``; in a cohort tree each cohort between the victim's queue and
+the two queues' common cohort must borrow too); and the preemptor must start once the victims'
+grace period has passed, plus one cycle (its promise), unless it is excused
+(``Replay.started_in_time``).
 """
 
 from __future__ import annotations
@@ -54,6 +56,10 @@ def check_victim(
         )  # fmt: skip
     check_preemptor(replay, t, job, event, reason, what)
     by = replay.jobs.get(str(event.get("by")))
+    if reason in ("fair-share", "priority") and by is not None:
+        waited = cheaper_to_wait(replay, t, job, alloc, by, reason)
+        if waited is not None:
+            replay.fail(t, what, waited)
     if reason == "fair-share" and by is not None:
         placement = event.get("placement")
         kept = sum(placement.values()) if isinstance(placement, Mapping) else 0
@@ -63,6 +69,34 @@ def check_victim(
         if problem is not None:
             replay.fail(t, what, problem)
     promise(replay, t, job, event, what)
+
+
+def cheaper_to_wait(
+    replay: Replay, t: float, job: JobSpec, alloc: Alloc, by: JobSpec, reason: str
+) -> str | None:
+    """Rule 1: a fair-share or priority stop of a job whose estimated end (its
+    ``estimated_runtime`` from its last start, else its class ``max_runtime``) is nearer, times
+    the preemptor's GPUs (its least workers), than the work the stop throws away (the time since
+    its last checkpoint times its GPUs): the preemptor had to wait for it. None when allowed."""
+    runtime = job.estimated_runtime
+    if runtime is None:
+        runtime = replay.classes[job.service_class].max_runtime
+    if runtime is None:
+        return None
+    left = alloc.started + runtime - t
+    if left <= EPS:
+        return None  # at or past its estimated end: the estimate was wrong
+    ran = t - alloc.started
+    since = ran % job.checkpoint_interval if job.checkpoint_interval else ran
+    units = sum(alloc.placement.values())  # GPUs per node
+    need = (by.min_workers or by.workers) * by.gpus_per_worker
+    if left * need + EPS >= since * units:
+        return None
+    return (
+        f"preempted ({reason}) {fmt(left)} s before its estimated end, which "
+        f"{by.name} ({need} GPUs) could have waited for: {fmt(left * need)} GPU-s against the "
+        f"{fmt(since * units)} GPU-s the stop throws away"
+    )
 
 
 def check_preemptor(

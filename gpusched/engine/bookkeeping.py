@@ -108,6 +108,7 @@ class Bookkeeping:
         if not job.stopping:
             cls = self.classes.get(job.service_class, DEFAULT_CLASS)
             start = job.started_at if job.started_at is not None else (job.start_at or 0.0)
+            estimated = job.estimated_runtime is not None or cls.max_runtime is not None
             running = RunningJob(
                 name=job.name,
                 queue=job.queue,
@@ -124,6 +125,7 @@ class Bookkeeping:
                 preemptible_now=job.started_at is not None,
                 stops=job.stops,
                 checkpoint_interval=job.checkpoint_interval,
+                known_end=start + self.runtime(job, cls) if estimated else None,
             )
         entry = Entry(job, workers, running)
         self.entries[key] = entry

@@ -135,6 +135,8 @@ class _Search:
             return None
         if c.stops >= STOP_BOUND:  # rule 1: only a reclaim once stopped that often
             return None
+        if c.cheaper_to_wait_for(self.ctx.now, self.need):  # rule 1: only a reclaim then
+            return None
         if self.flat:  # the nodes are the queues: their own shares
             mine = self._share(self.job.queue, self.need)
             theirs_after = self._share(c.queue, -removed_units)
@@ -291,9 +293,9 @@ def candidates(ctx: CycleContext, job: PendingJob, flavor: str) -> list[RunningJ
     now = ctx.now
     prio = cls.priority
     # rule 1: not stopped or shrunk whole by this cycle, past its class's min_runtime; in the
-    # own queue (priority only) past its preemption protection and under the stop bound too,
-    # which do not hold against a reclaim (``_Search.reason_for`` refuses the other queues'
-    # protected or bounded jobs)
+    # own queue (priority only) past its preemption protection, under the stop bound and not
+    # cheaper to wait for, which do not hold against a reclaim (``_Search.reason_for`` refuses
+    # the other queues' protected, bounded or nearly finished jobs)
     out = [
         r
         for r in pool.get(job.queue, {}).values()
@@ -303,6 +305,7 @@ def candidates(ctx: CycleContext, job: PendingJob, flavor: str) -> list[RunningJ
         and now - (r.started_at or 0.0) >= r.cls.min_runtime
         and now - (r.started_at or 0.0) >= r.cls.preemption_protection
         and r.stops < STOP_BOUND
+        and not r.cheaper_to_wait_for(now, least)
     ]
     levels: dict[str, tuple[str | None, str, str]] = {}
     if others and cohort is not None:

@@ -29,10 +29,22 @@ class RunningJob:
     preemptible_now: bool  # started, not stopping, not waiting for victims
     stops: int = 0  # times stopped and requeued before this run (AdmittedJob.stops)
     checkpoint_interval: float | None = None
+    known_end: float | None = None  # est_end when an estimate or its class max_runtime gives it
 
     def work_lost(self, now: float) -> float:
         ran = now - self.started_at if self.started_at is not None else 0.0
         return lost_work(ran, self.count * self.g, self.checkpoint_interval)
+
+    def cheaper_to_wait_for(self, now: float, need: int) -> bool:
+        """Rule 1: a preemptor of ``need`` GPUs waiting for this job's estimated end costs less
+        GPU time than stopping it throws away (the time since its last checkpoint times its
+        GPUs), so fair sharing and priority let it finish. Never for a job without an estimate
+        (``estimated_runtime`` or its class ``max_runtime``) or past it: the estimate is wrong."""
+        if self.known_end is None or self.started_at is None or now >= self.known_end:
+            return False
+        ran = now - self.started_at
+        since_checkpoint = ran % self.checkpoint_interval if self.checkpoint_interval else ran
+        return (self.known_end - now) * need < since_checkpoint * self.count * self.g
 
     @property
     def count(self) -> int:

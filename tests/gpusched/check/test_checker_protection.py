@@ -93,3 +93,30 @@ def test_the_scenario_default_fills_a_class_without_its_own() -> None:
     got = {c.name: c.preemption_protection for c in scenario.service_classes}
     assert got == {"a": 120.0, "b": 120.0, "c": 0.0}
     assert {c.preemption_protection for c in _scenario([]).service_classes} == {0.0}
+
+
+def test_a_priority_stop_of_a_job_cheaper_to_wait_for_is_caught() -> None:
+    """v (4 GPUs, estimated 1,000 s) is stopped for p (8 GPUs) near its end: at t = 900 the
+    wait would cost 100 s x 8 GPUs, the stop throws away 900 s x 4 GPUs (rule 1). At t = 300 the
+    wait (700 x 8) costs more than the loss (300 x 4): the stop is allowed. Without an estimate
+    nothing protects v."""
+
+    def stop_at(t: float, **victim: Any) -> list[str]:
+        jobs = [_job("v", cls="std", **victim), _job("p", submit_at=t, gpus_per_worker=8,
+                                                      cls="prod")]  # fmt: skip
+        classes = [{**c, "preemptible": True} for c in CLASSES]
+        events = [
+            _admit(0, "v", {"n1": 4}),
+            {"t": t, "type": "preempt", "job": "v", "by": "p", "reason": "priority"},
+            {"t": t, "type": "requeue", "job": "v"},
+            _admit(t + 30, "p", {"n1": 8}),
+        ]
+        return _check(_scenario(jobs, service_classes=classes), events)
+
+    assert stop_at(900, estimated_runtime=1000) == [
+        "t=900: preempt v: preempted (priority) 100 s before its estimated end, which p (8 "
+        "GPUs) could have waited for: 800 GPU-s against the 3600 GPU-s the stop throws away",
+    ]
+    assert stop_at(300, estimated_runtime=1000) == []
+    assert stop_at(900) == []
+    assert stop_at(900, estimated_runtime=1000, checkpoint_interval=850) == []  # loses 50 x 4
