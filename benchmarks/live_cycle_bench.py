@@ -11,7 +11,8 @@ generated world (one simulated cluster, ``--nodes`` nodes of 8 GPUs, ``--queues`
 - the third cycle (the accrual reads the jobs that started in the second once more);
 - ``--cycles`` steady-state cycles (the cluster full, every job still pending) as cycles/second,
   with the mean of each phase by the cycle's own timers;
-- one steady-state cycle split into its phases: sync, snapshot, engine, apply;
+- one steady-state cycle split into its phases: sync, snapshot, engine, apply, and how many
+  pending jobs' stored explanations (sentence or estimated start) it rewrote;
 - the queries of one steady-state cycle, and of its ledger accrual alone (``accrue_usage``);
 - with ``--keep-cycles N``: N steady cycles each without and with the ``SnapshotKeep`` the
   Celery worker keeps between cycles (gpusched/engine/snapshot_keep.py), alternated, CPU of the
@@ -325,6 +326,7 @@ def main() -> int:
     )
 
     now += timedelta(seconds=1)
+    told = explanations()
     phases: dict[str, float] = {}
     t = time.perf_counter()
     sync_clusters(now, CycleReport(now=now))
@@ -344,9 +346,26 @@ def main() -> int:
         "one steady-state cycle by phase: "
         + ", ".join(f"{name} {seconds * 1000:.0f} ms" for name, seconds in phases.items())
     )
+    after_told = explanations()
+    rewritten = sum(1 for pk, said in after_told.items() if told.get(pk) != said)
+    print(
+        f"explanations rewritten by that cycle: {rewritten} of {len(after_told)} pending jobs "
+        f"({sum(1 for said in after_told.values() if said[1] is None)} without an estimated "
+        "start)"
+    )
     if args.keep_cycles:
         keep_or_not(now, args.keep_cycles)
     return 0
+
+
+def explanations() -> dict[int, tuple[str, Any]]:
+    """Each pending job's stored explanation and estimated start, by job id."""
+    from queues.models import JobRuntime
+
+    rows = JobRuntime.objects.filter(job__state="pending")
+    return {
+        pk: (m, e) for pk, m, e in rows.values_list("job_id", "pending_message", "estimated_start")
+    }
 
 
 def keep_or_not(now: datetime, rounds: int) -> None:
