@@ -9,6 +9,8 @@ generated world (one simulated cluster, ``--nodes`` nodes of 8 GPUs, ``--queues`
 
 - the first cycle (it admits what fits and explains every job left pending);
 - the third cycle (the accrual reads the jobs that started in the second once more);
+- with ``--overdue S``: the clock moved on S seconds (600: every running job past its estimated
+  runtime, still running), and one cycle there;
 - ``--cycles`` steady-state cycles (the cluster full, every job still pending) as cycles/second,
   with the mean of each phase by the cycle's own timers;
 - one steady-state cycle split into its phases: sync, snapshot, engine, apply, and how many
@@ -232,6 +234,13 @@ def main() -> int:
         default=0,
         help="then this many steady cycles each without and with the worker's SnapshotKeep",
     )
+    parser.add_argument(
+        "--overdue",
+        type=int,
+        default=0,
+        help="move the clock this many seconds on before the steady cycles (600: every running "
+        "job past its estimated runtime, the longest 4 h being 4 wall minutes at 60x)",
+    )
     args = parser.parse_args()
     url = os.environ.get("DATABASE_URL") or DEFAULT_URL
     if url.startswith(("postgres://", "postgresql://")):
@@ -284,6 +293,10 @@ def main() -> int:
         f"third cycle (after the starts): {time.perf_counter() - t:.3f} s, "
         f"{third_queries[0]} queries"
     )
+    if args.overdue:
+        now += timedelta(seconds=args.overdue)
+        run_cycle(now=now)  # the estimates become overdue: every explanation changes once
+        print(f"clock moved on {args.overdue} s: the running jobs are past their estimated ends")
 
     durations = []
     before = phase_sums()
