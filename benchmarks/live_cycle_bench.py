@@ -9,9 +9,12 @@ generated world (one simulated cluster, ``--nodes`` nodes of 8 GPUs, ``--queues`
 
 - the first cycle (it admits what fits and explains every job left pending);
 - the third cycle (the accrual reads the jobs that started in the second once more);
+- with ``--overdue S``: the clock moved on S seconds (600: every running job past its estimated
+  runtime, still running), and one cycle there;
 - ``--cycles`` steady-state cycles (the cluster full, every job still pending) as cycles/second,
   with the mean of each phase by the cycle's own timers;
-- one steady-state cycle split into its phases: sync, snapshot, engine, apply;
+- one steady-state cycle split into its phases: sync, snapshot, engine, apply, and how many
+  pending jobs' stored explanations (sentence or estimated start) it rewrote;
 - the queries of one steady-state cycle, and of its ledger accrual alone (``accrue_usage``);
 - with ``--keep-cycles N``: N steady cycles each without and with the ``SnapshotKeep`` the
   Celery worker keeps between cycles (gpusched/engine/snapshot_keep.py), alternated, CPU of the
@@ -231,6 +234,13 @@ def main() -> int:
         default=0,
         help="then this many steady cycles each without and with the worker's SnapshotKeep",
     )
+    parser.add_argument(
+        "--overdue",
+        type=int,
+        default=0,
+        help="move the clock this many seconds on before the steady cycles (600: every running "
+        "job past its estimated runtime, the longest 4 h being 4 wall minutes at 60x)",
+    )
     args = parser.parse_args()
     url = os.environ.get("DATABASE_URL") or DEFAULT_URL
     if url.startswith(("postgres://", "postgresql://")):
@@ -283,6 +293,10 @@ def main() -> int:
         f"third cycle (after the starts): {time.perf_counter() - t:.3f} s, "
         f"{third_queries[0]} queries"
     )
+    if args.overdue:
+        now += timedelta(seconds=args.overdue)
+        run_cycle(now=now)  # the estimates become overdue: every explanation changes once
+        print(f"clock moved on {args.overdue} s: the running jobs are past their estimated ends")
 
     durations = []
     before = phase_sums()
@@ -325,6 +339,7 @@ def main() -> int:
     )
 
     now += timedelta(seconds=1)
+    told = explanations()
     phases: dict[str, float] = {}
     t = time.perf_counter()
     sync_clusters(now, CycleReport(now=now))
@@ -344,9 +359,26 @@ def main() -> int:
         "one steady-state cycle by phase: "
         + ", ".join(f"{name} {seconds * 1000:.0f} ms" for name, seconds in phases.items())
     )
+    after_told = explanations()
+    rewritten = sum(1 for pk, said in after_told.items() if told.get(pk) != said)
+    print(
+        f"explanations rewritten by that cycle: {rewritten} of {len(after_told)} pending jobs "
+        f"({sum(1 for said in after_told.values() if said[1] is None)} without an estimated "
+        "start)"
+    )
     if args.keep_cycles:
         keep_or_not(now, args.keep_cycles)
     return 0
+
+
+def explanations() -> dict[int, tuple[str, Any]]:
+    """Each pending job's stored explanation and estimated start, by job id."""
+    from queues.models import JobRuntime
+
+    rows = JobRuntime.objects.filter(job__state="pending")
+    return {
+        pk: (m, e) for pk, m, e in rows.values_list("job_id", "pending_message", "estimated_start")
+    }
 
 
 def keep_or_not(now: datetime, rounds: int) -> None:

@@ -94,7 +94,8 @@ def job_status(
         if why and not job.get("estimated_start"):
             lines.append(
                 "                  (no estimate: nothing that runs now ends in time to make room, "
-                "or the runtimes are not known)"
+                "the runtimes are not known, or the running jobs it waits for have run past "
+                "their estimated runtimes: see why pending)"
             )
     else:
         if job.get("started_at"):

@@ -34,7 +34,9 @@ class Estimate:
     """The trial cycle's decisions about one job, and a sentence with engine times (t=...)."""
 
     outcome: str  # start | borrow | preempt | wait
-    estimated_start: float | None  # now, after the victims' grace, or a backfill estimate
+    # now, after the victims' grace, or a backfill estimate; None when none can be told or it
+    # is overdue (start_estimates.py)
+    estimated_start: float | None
     message: str
     admit: Admit | None = None  # start, borrow, preempt: where, how many workers, when
     stops: tuple[Stop, ...] = ()  # preempt: running jobs stopped for it (``by`` names it)

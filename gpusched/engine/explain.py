@@ -60,6 +60,9 @@ class PendingInfo:
     reserved: bool = False  # holds the backfill reservation (starts at estimated_start)
     preemption: bool = True  # the policy may preempt running jobs for it
     can_borrow: bool = True  # its class may borrow from the cohort
+    # its start waits for running jobs already at or past their estimated ends: no time can be
+    # told (``estimated_start`` is None), only that it starts once they end (start_estimates.py)
+    overdue: bool = False
 
     @property
     def message(self) -> str:
@@ -71,7 +74,21 @@ class PendingInfo:
             )
         if self.estimated_start is not None:
             text += f" Estimated start: t={_n(self.estimated_start)}."
+        elif self.overdue:
+            text += " Estimated start: " + self._overdue_text()
         return f"#{self.position} in queue {self.queue}. {text}"
+
+    def _overdue_text(self) -> str:
+        """When an overdue estimate starts, in words that stay the same from cycle to cycle."""
+        if self.reason == BEHIND_RESERVATION and not self.reserved:
+            return (
+                "not known yet: the job holding the reservation waits for running jobs that "
+                "have run past their estimated runtimes."
+            )
+        return (
+            "as soon as the running jobs it waits for end; they have run past their estimated "
+            "runtimes."
+        )
 
     def _quota_text(self) -> str:
         if self.used > self.nominal:

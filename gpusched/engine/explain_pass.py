@@ -24,9 +24,10 @@ if TYPE_CHECKING:
     from gpusched.engine.ranking import JobFacts
 
 # a situation's fields of PendingInfo from ``flavor`` to ``topology_level``, its ``can_borrow``
-# and its estimated start (the reserved job's own is the reservation's start)
+# its estimated start and whether that is overdue (the reserved job's own is the reservation's
+# start; start_estimates.py)
 _Fields = tuple[str, int, int, int, int | None, str | None, int, int, int, int, str, str]
-_Situation = tuple[_Fields, bool, float | None]
+_Situation = tuple[_Fields, bool, float | None, bool]
 
 
 def explain_pending(
@@ -72,10 +73,10 @@ def explain_pending(
         known = situations.get(key)
         if known is None:
             known = situations[key] = _situation(ctx, facts, reason, flavor, estimates)
-        fields, can_borrow, estimate = known
+        fields, can_borrow, estimate, overdue = known
         reserved = name == reserved_job
         if reserved and reservation is not None:
-            estimate = reservation.start
+            estimate, overdue = estimates.overdue_or(reservation.start, reason)
         elif reason == explain.BEHIND_RESERVATION and reservation is not None:
             blocker = reservation.job
         infos[name] = PendingInfo(
@@ -90,6 +91,7 @@ def explain_pending(
             reserved,
             preemption,
             can_borrow,
+            overdue,
         )
     return infos
 
@@ -120,4 +122,4 @@ def _situation(
         job.topology.level if job.topology else "",
     )
     can_borrow = ctx.cls(job.service_class).can_borrow
-    return fields, can_borrow, estimates.start(queue, need, reason, flavor)
+    return fields, can_borrow, *estimates.told(queue, need, reason, flavor)

@@ -10,6 +10,13 @@ estimate from the running jobs' estimated ends (``backfill.release_schedule``):
   enough of the pool, by the quota's own arithmetic (``Quota.add``), and the GPUs are free.
 
 The reserved job's own estimate is the reservation's start (explain_pass.py).
+
+An estimate is a time only when it does not move with the clock. The release schedule clamps the
+ends of running jobs that have outrun their estimated runtimes to now, so a start that needs
+their GPUs would be "now" in every cycle, a time that moves on while the job waits: such a start
+is *overdue* (``told``): no time, only that the job starts once those jobs end. So is the start
+of a job held back by a reservation that is itself overdue, when it is the reserved job's
+estimated end (now plus its runtime, moving as well).
 """
 
 from __future__ import annotations
@@ -54,6 +61,28 @@ class StartEstimates:
             cap = self._ctx.cap
             known = self._free[flavor] = (cap.free_total(flavor), cap.largest_block(flavor))
         return known
+
+    def told(self, queue: str, need: int, reason: str, flavor: str) -> tuple[float | None, bool]:
+        """The estimated start as told to the user: (a time, False), or (None, True) when it is
+        overdue (see the module's doc), or (None, False) when none can be told."""
+        return self.overdue_or(self.start(queue, need, reason, flavor), reason)
+
+    def overdue_or(self, estimate: float | None, reason: str) -> tuple[float | None, bool]:
+        """``estimate``, or (None, True) when it moves with the clock (overdue)."""
+        if estimate is None:
+            return None, False
+        now = self._ctx.now
+        if estimate <= now:
+            return None, True
+        reservation = self._ctx.reservation
+        if (
+            reason == explain.BEHIND_RESERVATION
+            and reservation is not None
+            and reservation.start <= now
+            and estimate == self._reserved_end
+        ):
+            return None, True
+        return estimate, False
 
     def start(self, queue: str, need: int, reason: str, flavor: str) -> float | None:
         """The estimated start of a pending job of ``queue`` needing ``need`` units, blocked

@@ -321,6 +321,8 @@ def _outcome(
         if when is not None:
             message += f" Estimated start: {_clock(when)}."
     summary = "Would wait" + (f" (estimated start {_clock(when)})" if when else "") + "."
+    if info is not None and info.overdue:  # no time: the jobs it waits for are overdue
+        summary = "Would wait until running jobs that have run past their estimated runtimes end."
     return Estimate(
         outcome="wait",
         summary=summary,

@@ -54,6 +54,28 @@ def test_a_job_behind_the_reservation_is_estimated_to_start_when_the_reserved_jo
     assert "Estimated start: t=1500" in info.message
 
 
+def test_starts_waiting_for_jobs_past_their_estimated_ends_are_overdue_not_now() -> None:
+    """ "busy" was estimated to end at t=1000 and still runs at 1200 and 1300: the gang's start
+    and the start of the job behind it would be "now" and "now + 500", times that move with
+    every cycle; they have none, and the same words in both cycles."""
+    told = []
+    for now in (1200, 1300):
+        result = run_cycle(replace(_blocked_gang(("long", 5000)), now=now))
+        gang, long = result.pending["gang"], result.pending["long"]
+        assert gang.reserved and gang.overdue and gang.estimated_start is None
+        assert gang.message.endswith(
+            "Estimated start: as soon as the running jobs it waits for end; they have run past "
+            "their estimated runtimes."
+        )
+        assert long.reason == "behind-reservation" and long.estimated_start is None
+        assert long.overdue and long.message.endswith(
+            "Estimated start: not known yet: the job holding the reservation waits for running "
+            "jobs that have run past their estimated runtimes."
+        )
+        told.append((gang.message, long.message))
+    assert told[0] == told[1]
+
+
 def test_greedy_skips_the_blocked_gang_without_reserving() -> None:
     result = run_cycle(_blocked_gang(("long", 5000)), "greedy")
     assert [a.job for a in result.admits] == ["long"]
