@@ -93,7 +93,7 @@ class _Cycle:
         outcome = self._try_admit(job, cls, job.gpus_per_worker, least, long_job)
         if outcome is True:
             return True
-        failed[key] = outcome
+        self.memo.admission_failed(key, outcome, job.flavors)
         if outcome is not None:
             self.blocked_reason[job.name] = outcome
         return False
@@ -168,7 +168,7 @@ class _Cycle:
         reason = reaccount.quota_reason(self.ctx, queue, flavor, units, cls)
         if reason is not None and quota.never_fits(queue, flavor, units, can_borrow):
             reason = explain.QUOTA_EXCEEDED
-        known[ask] = reason
+        self.memo.quota_answered(ask, reason)
         return reason
 
     def quota_blocks_shape(self, facts: JobFacts) -> bool:
@@ -273,7 +273,7 @@ class _Cycle:
         self, job: PendingJob, flavor: str, placement: Placement, start_at: float, long_job: bool
     ) -> None:
         ctx = self.ctx
-        self.memo.state_changed()
+        self.memo.quota_taken(flavor)
         gpus = job.gpus_per_worker
         units = {node: count * gpus for node, count in placement.workers.items()}
         ctx.cap.take(flavor, units)
