@@ -3,8 +3,16 @@
 A deep backlog makes a cycle allocate hundreds of thousands of small objects (each job's facts
 and explanation, the walk's keys), and each burst of allocations triggers a collection that
 walks every live object of the process: a quarter of the CPU of an explained cycle with 50,000
-pending jobs (BENCHMARKS.md). Reference counting still frees what the cycle drops at once;
-only reference cycles wait for the collector's next run after the cycle.
+pending jobs (BENCHMARKS.md). Reference counting still frees what the cycle drops at once.
+
+When it resumes the collector, the pause also moves what the cycle left alive (its result: a
+``PendingInfo`` per waiting job) to the oldest generation, as ``gc.freeze()`` then
+``gc.unfreeze()`` do without walking it, and so resets the count of young objects: otherwise
+the first allocation after the cycle starts a young collection that walks all of them (about
+50,000 objects, a tenth of that cycle's CPU) only to find them alive and promote them. A cycle
+leaves no reference cycles to free (that collection found none); any would wait for the next
+full collection. Not done when the process froze objects of its own (``gc.get_freeze_count``):
+unfreezing would release them.
 """
 
 from __future__ import annotations
@@ -25,4 +33,7 @@ def cyclic_gc_paused() -> Iterator[None]:
         yield
     finally:
         if paused:
+            if not gc.get_freeze_count():  # no one else froze objects: the freeze is ours
+                gc.freeze()  # what the block left alive joins the oldest generation,
+                gc.unfreeze()  # unwalked (see the module doc)
             gc.enable()

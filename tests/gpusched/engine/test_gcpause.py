@@ -47,3 +47,38 @@ def test_a_cycle_leaves_a_disabled_collector_disabled() -> None:
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_what_a_cycle_leaves_alive_costs_no_young_collection_after_it() -> None:
+    """The cycle's result (an explanation per waiting job) joins the oldest generation as the
+    collector resumes: the next allocations start no collection that walks it again."""
+    snapshot = _busy_snapshot()
+    collections: list[int] = []
+
+    def seen(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            collections.append(info["generation"])
+
+    gc.collect()
+    gc.callbacks.append(seen)
+    try:
+        result = run_cycle(snapshot)
+        after = [[n] for n in range(100)]  # the next allocations
+    finally:
+        gc.callbacks.remove(seen)
+    assert len(after) == 100
+    assert collections == []
+    young = len(gc.get_objects(generation=0)) + len(gc.get_objects(generation=1))
+    assert young < 1000 < len(result.pending)
+
+
+def test_objects_the_process_froze_stay_frozen() -> None:
+    snapshot = _busy_snapshot()
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        run_cycle(snapshot)
+        assert gc.get_freeze_count() == frozen
+        assert gc.isenabled()
+    finally:
+        gc.unfreeze()
