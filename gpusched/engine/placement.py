@@ -453,9 +453,9 @@ def place_in_cluster(
     sized: list[tuple[int, int, int, DomainKey]] = []
     if free is cap.free.get(flavor):  # the live free map: its domains' kept sums
         room = cap.domain_room(flavor, cluster, topology, g, groups)
-        slots = {key: s for key, s in room.slots.items() if s}
+        slots = room.slots  # every domain, those without room at 0 (read, never changed)
         for key, s in slots.items():
-            if s >= least:
+            if s >= least and s:
                 sized.append((s, room.free[key], 0 if room.partly[key] else 1, key))
     else:
         slots = {key: sum(free.get(i, 0) // g for i in members) for key, members in groups.items()}
