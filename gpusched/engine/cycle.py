@@ -154,14 +154,17 @@ class _Cycle:
         """Why the queue's quota cannot take ``units`` more of ``flavor`` now; None if it can."""
         can_borrow = cls.can_borrow
         ask = (queue, flavor, units, None if can_borrow else cls.priority)
-        known = self.memo.quota_reason
-        if ask in known:
+        by_flavor = self.memo.quota_reason
+        known = by_flavor.get(flavor)
+        if known is None:
+            known = by_flavor[flavor] = {}  # with reuse off, for this call only
+        elif ask in known:
             return known[ask]
         quota = self.ctx.quota
         reason = reaccount.quota_reason(self.ctx, queue, flavor, units, cls)
         if reason is not None and quota.never_fits(queue, flavor, units, can_borrow):
             reason = explain.QUOTA_EXCEEDED
-        self.memo.quota_answered(ask, reason)
+        known[ask] = reason
         return reason
 
     def quota_blocks_shape(self, facts: JobFacts) -> bool:

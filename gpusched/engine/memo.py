@@ -11,15 +11,16 @@ method call costs measurably. The cycle keeps no other memo.
 Valid until the cycle's state next changes (a preemption or a reservation: the cycle calls
 ``state_changed``, which forgets them all; an admission: ``quota_taken``, below), and kept only
 while reuse is on (``EngineState(memoize=False)`` makes them record nothing, so every look-up
-misses, to test that they change no decision). Read them as dicts; record the first two
-through ``admission_failed`` and ``quota_answered``, which note the flavors they are about:
+misses, to test that they change no decision). Read them as dicts; record ``admission``
+through ``admission_failed``, which notes the flavors of each key; ``quota_reason`` holds a dict
+per flavor:
 
 - ``admission``: admission key (``JobFacts.short_key`` or ``long_key``: the job's walk shape,
   and whether it would still run when the reservation starts) -> why such a job was not
   admitted: ``(reason, flavor)`` of its first flavor, or None for a job with no flavor to try.
-- ``quota_reason``: ``(queue, flavor, units, priority of a class that may not borrow, else
-  None)`` -> why the queue's quota cannot take that many more units of the flavor (an
-  ``explain`` reason), or None when it can.
+- ``quota_reason``: flavor -> ``(queue, flavor, units, priority of a class that may not
+  borrow, else None)`` -> why the queue's quota cannot take that many more units of the flavor
+  (an ``explain`` reason), or None when it can.
 - ``quota_blocked``: rank shape (``JobFacts.rank_shape``) -> whether the quota blocks its jobs in
   every flavor (once only admissions are left, the walk passes over such shapes whole).
 - ``no_candidates``: ``(queue, class, flavor, units)`` -> True: no running job is a preemption
@@ -76,7 +77,6 @@ class WalkMemo:
 
     __slots__ = (
         "_admission_keys",
-        "_reason_keys",
         "admission",
         "no_candidates",
         "placement_failed",
@@ -89,12 +89,11 @@ class WalkMemo:
         memo = dict if reuse else _Unrecorded
         # until the state changes
         self.admission: dict[int, Blocked | None] = memo()
-        self.quota_reason: dict[QuotaAsk, str | None] = memo()
+        self.quota_reason: dict[str, dict[QuotaAsk, str | None]] = memo()  # by flavor
         self.quota_blocked: dict[int, bool] = memo()
         self.no_candidates: dict[CandidateAsk, bool] = memo()
-        # flavor -> the keys recorded about it (some may be gone already: forgotten by another)
+        # flavor -> the admission keys recorded about it (some may be gone: forgotten by another)
         self._admission_keys: dict[str, list[int]] = {}
-        self._reason_keys: dict[str, list[QuotaAsk]] = {}
         # for the whole cycle
         self.placement_failed: dict[PlacementShape, int] = {}
         self.preemption_failed: dict[PreemptionShape, int] = {}
@@ -106,7 +105,6 @@ class WalkMemo:
         self.quota_blocked.clear()
         self.no_candidates.clear()
         self._admission_keys.clear()
-        self._reason_keys.clear()
 
     def admission_failed(self, key: int, why: Blocked | None, flavors: tuple[str, ...]) -> None:
         """Record ``admission[key]`` for a shape of these flavors."""
@@ -117,22 +115,13 @@ class WalkMemo:
             for flavor in flavors:
                 keys.setdefault(flavor, []).append(key)
 
-    def quota_answered(self, ask: QuotaAsk, reason: str | None) -> None:
-        """Record ``quota_reason[ask]``."""
-        reasons = self.quota_reason
-        reasons[ask] = reason
-        if ask in reasons:
-            self._reason_keys.setdefault(ask[1], []).append(ask)
-
     def quota_taken(self, flavor: str) -> None:
         """An admission is about to take GPUs and quota of ``flavor``: forget what depends on
         that flavor, and the shape and candidate answers (see the module doc)."""
         admission = self.admission
         for key in self._admission_keys.pop(flavor, ()):
             admission.pop(key, None)
-        reasons = self.quota_reason
-        for ask in self._reason_keys.pop(flavor, ()):
-            reasons.pop(ask, None)
+        self.quota_reason.pop(flavor, None)
         self.quota_blocked.clear()
         self.no_candidates.clear()
 

@@ -16,7 +16,7 @@ from gpusched.sim.simulate import Simulator
 def _filled(reuse: bool) -> WalkMemo:
     memo = WalkMemo(reuse=reuse)
     memo.admission[3] = ("capacity", "h100")
-    memo.quota_reason[("q", "h100", 8, True)] = None
+    memo.quota_reason["h100"] = {("q", "h100", 8, True): None}
     memo.quota_blocked[1] = True
     memo.no_candidates[("q", "std", "h100", 8)] = True
     memo.placement_failed[("h100", 8, None, False)] = 2
@@ -28,7 +28,7 @@ def _filled(reuse: bool) -> WalkMemo:
 def test_a_change_of_state_forgets_what_held_on_the_old_state_only() -> None:
     memo = _filled(reuse=True)
     assert memo.admission[3] == ("capacity", "h100")
-    assert ("q", "h100", 8, True) in memo.quota_reason
+    assert ("q", "h100", 8, True) in memo.quota_reason["h100"]
     memo.state_changed()
     assert not memo.admission and not memo.quota_reason
     assert not memo.quota_blocked and not memo.no_candidates
@@ -54,16 +54,16 @@ def test_an_admission_forgets_only_what_its_flavor_changed() -> None:
     memo = WalkMemo(reuse=True)
     memo.admission_failed(3, ("capacity", "h100"), ("h100", "a100"))
     memo.admission_failed(5, ("cohort-pool", "l40s"), ("l40s",))
-    memo.quota_answered(("q", "h100", 8, None), "cohort-pool")
-    memo.quota_answered(("q", "l40s", 8, None), "cohort-pool")
+    memo.quota_reason["h100"] = {("q", "h100", 8, None): "cohort-pool"}
+    memo.quota_reason["l40s"] = {("q", "l40s", 8, None): "cohort-pool"}
     memo.quota_blocked[1] = True
     memo.no_candidates[("q", "std", "l40s", 8)] = True
     memo.quota_taken("a100")  # a job of shape 3 may list a100 after h100
     assert list(memo.admission) == [5]
-    assert list(memo.quota_reason) == [("q", "h100", 8, None), ("q", "l40s", 8, None)]
+    assert list(memo.quota_reason) == ["h100", "l40s"]
     assert not memo.quota_blocked and not memo.no_candidates
     memo.quota_taken("l40s")
-    assert not memo.admission and list(memo.quota_reason) == [("q", "h100", 8, None)]
+    assert not memo.admission and list(memo.quota_reason) == ["h100"]
     memo.admission_failed(3, ("capacity", "h100"), ("h100", "a100"))  # recorded again
     memo.quota_taken("h100")
     assert not memo.admission and not memo.quota_reason
