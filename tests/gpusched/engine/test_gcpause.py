@@ -5,7 +5,10 @@ from __future__ import annotations
 import gc
 from typing import Any
 
+import pytest
+
 from benchmarks.generate import generate
+from gpusched.engine import gcpause
 from gpusched.engine.cycle import run_cycle
 from gpusched.sim.scenario import parse_scenario
 from gpusched.sim.simulate import Simulator
@@ -49,9 +52,13 @@ def test_a_cycle_leaves_a_disabled_collector_disabled() -> None:
         gc.enable()
 
 
-def test_what_a_cycle_leaves_alive_costs_no_young_collection_after_it() -> None:
-    """The cycle's result (an explanation per waiting job) joins the oldest generation as the
-    collector resumes: the next allocations start no collection that walks it again."""
+def test_what_a_large_cycle_leaves_alive_costs_no_young_collection_after_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The result of a cycle large enough (an explanation per waiting job: here more than 500
+    objects) joins the oldest generation as the collector resumes: the next allocations start
+    no collection that walks it again."""
+    monkeypatch.setattr(gcpause, "MOVE_AFTER", 500)
     snapshot = _busy_snapshot()
     collections: list[int] = []
 
@@ -72,7 +79,16 @@ def test_what_a_cycle_leaves_alive_costs_no_young_collection_after_it() -> None:
     assert young < 1000 < len(result.pending)
 
 
-def test_objects_the_process_froze_stay_frozen() -> None:
+def test_what_a_small_cycle_leaves_alive_stays_young() -> None:
+    snapshot = _busy_snapshot()  # about 1,500 objects left alive, below MOVE_AFTER
+    gc.collect()
+    result = run_cycle(snapshot)
+    young = len(gc.get_objects(generation=0)) + len(gc.get_objects(generation=1))
+    assert 1000 < len(result.pending) < young
+
+
+def test_objects_the_process_froze_stay_frozen(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(gcpause, "MOVE_AFTER", 500)
     snapshot = _busy_snapshot()
     gc.freeze()
     try:
