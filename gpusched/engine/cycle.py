@@ -39,18 +39,11 @@ from gpusched.engine.placement import Placement, place
 from gpusched.engine.policies import Policy, get_policy
 from gpusched.engine.preemption import PreemptionPlan, candidates, plan_preemption
 from gpusched.engine.ranking import JobFacts
+from gpusched.engine.reasons import capacity_reason, first_reason
 from gpusched.engine.running import DEFAULT_CLASS, RunningJob
 from gpusched.engine.state import EngineState
 
 MAX_FAILED_PREEMPTIONS = 8  # bound on fruitless preemption searches per cycle
-
-
-def _first_reason(kept: Blocked | None, reason: str, flavor: str) -> Blocked:
-    """The reason a job waits: its first flavor's, unless it can never run there and only waits
-    for another flavor."""
-    if kept is None or (kept[0] in explain.NEVER and reason not in explain.NEVER):
-        return (reason, flavor)
-    return kept
 
 
 class _Cycle:
@@ -93,7 +86,7 @@ class _Cycle:
         outcome = self._try_admit(job, cls, job.gpus_per_worker, least, long_job)
         if outcome is True:
             return True
-        failed[key] = outcome
+        self.memo.admission_failed(key, outcome, job.flavors)
         if outcome is not None:
             self.blocked_reason[job.name] = outcome
         return False
@@ -111,13 +104,13 @@ class _Cycle:
         for flavor in job.flavors:
             reason = self._quota_reason(queue, flavor, least * gpus, cls)
             if reason is not None:
-                first = _first_reason(first, reason, flavor)
+                first = first_reason(first, reason, flavor)
                 continue
             room = quota.headroom(queue, flavor)
             if queue in ctx.nominal_only:
                 left = quota.nominal(queue, flavor) - quota.used(queue, flavor)
                 if least * gpus > left:
-                    first = _first_reason(first, explain.QUOTA_HELD, flavor)
+                    first = first_reason(first, explain.QUOTA_HELD, flavor)
                     continue
                 room = min(room, left)
             if not cls.can_borrow:
@@ -126,14 +119,14 @@ class _Cycle:
             if at_reservation and reservation is not None and reservation.queue == queue:
                 # a long job of the reserved job's queue must leave it its quota at the start
                 if least * gpus > reservation.quota_room:
-                    first = _first_reason(first, explain.BEHIND_RESERVATION, flavor)
+                    first = first_reason(first, explain.BEHIND_RESERVATION, flavor)
                     continue
                 room = min(room, reservation.quota_room)
             want = max(least, min(job.workers, room // gpus))
             shape = (flavor, gpus, job.topology, long_job, job.clusters)
             failed_at = placement_failed.get(shape)
             if failed_at is not None and least >= failed_at:
-                first = _first_reason(first, self._capacity_reason(job, flavor), flavor)
+                first = first_reason(first, capacity_reason(ctx.cap, job, flavor), flavor)
                 continue
             # a long job may take only the reservation's spare GPUs on the reserved nodes
             spare = reservation.spare if at_reservation and reservation is not None else None
@@ -149,9 +142,9 @@ class _Cycle:
                         ctx.cap, flavor, want, least, gpus, job.topology, None, True, only
                     )
                     if anywhere is not None:
-                        first = _first_reason(first, explain.BEHIND_RESERVATION, flavor)
+                        first = first_reason(first, explain.BEHIND_RESERVATION, flavor)
                         continue
-                first = _first_reason(first, self._capacity_reason(job, flavor), flavor)
+                first = first_reason(first, capacity_reason(ctx.cap, job, flavor), flavor)
                 continue
             self.commit_admit(job, flavor, placement, ctx.now, long_job)
             return True
@@ -161,8 +154,11 @@ class _Cycle:
         """Why the queue's quota cannot take ``units`` more of ``flavor`` now; None if it can."""
         can_borrow = cls.can_borrow
         ask = (queue, flavor, units, None if can_borrow else cls.priority)
-        known = self.memo.quota_reason
-        if ask in known:
+        by_flavor = self.memo.quota_reason
+        known = by_flavor.get(flavor)
+        if known is None:
+            known = by_flavor[flavor] = {}  # with reuse off, for this call only
+        elif ask in known:
             return known[ask]
         quota = self.ctx.quota
         reason = reaccount.quota_reason(self.ctx, queue, flavor, units, cls)
@@ -192,7 +188,7 @@ class _Cycle:
             reason = self._quota_reason(job.queue, flavor, units, cls)
             if reason is None:
                 return False, None
-            first = _first_reason(first, reason, flavor)
+            first = first_reason(first, reason, flavor)
         return True, first
 
     def blocks_all(self, shapes: list[JobFacts]) -> JobFacts | None:
@@ -258,22 +254,11 @@ class _Cycle:
             if cohort is not None:
                 self.pools_waited_for.add((cohort, flavor))
 
-    def _capacity_reason(self, job: PendingJob, flavor: str) -> str:
-        totals = self.ctx.cap.total.get(flavor)
-        if not totals:
-            return explain.NO_FLAVOR
-        need = (job.min_workers or job.workers) * job.gpus_per_worker
-        if need > max(totals.values()):
-            return explain.TOO_LARGE
-        if job.topology is not None and job.topology.required:
-            return explain.TOPOLOGY
-        return explain.CAPACITY
-
     def commit_admit(
         self, job: PendingJob, flavor: str, placement: Placement, start_at: float, long_job: bool
     ) -> None:
         ctx = self.ctx
-        self.memo.state_changed()
+        self.memo.quota_taken(flavor)
         gpus = job.gpus_per_worker
         units = {node: count * gpus for node, count in placement.workers.items()}
         ctx.cap.take(flavor, units)

@@ -8,21 +8,30 @@ them, and asks once per shape. Each memo is a dict: look up with ``key in memo``
 look-up and record methods because the walk reads and writes them for nearly every job, where a
 method call costs measurably. The cycle keeps no other memo.
 
-Valid until the cycle's state next changes (an admission, a preemption or a reservation: the
-cycle calls ``state_changed``, which forgets them all), and kept only while reuse is on
-(``EngineState(memoize=False)`` makes them record nothing, so every look-up misses, to test
-that they change no decision):
+Valid until the cycle's state next changes (a preemption or a reservation: the cycle calls
+``state_changed``, which forgets them all; an admission: ``quota_taken``, below), and kept only
+while reuse is on (``EngineState(memoize=False)`` makes them record nothing, so every look-up
+misses, to test that they change no decision). Read them as dicts; record ``admission``
+through ``admission_failed``, which notes the flavors of each key; ``quota_reason`` holds a dict
+per flavor:
 
 - ``admission``: admission key (``JobFacts.short_key`` or ``long_key``: the job's walk shape,
   and whether it would still run when the reservation starts) -> why such a job was not
   admitted: ``(reason, flavor)`` of its first flavor, or None for a job with no flavor to try.
-- ``quota_reason``: ``(queue, flavor, units, priority of a class that may not borrow, else
-  None)`` -> why the queue's quota cannot take that many more units of the flavor (an
-  ``explain`` reason), or None when it can.
+- ``quota_reason``: flavor -> ``(queue, flavor, units, priority of a class that may not
+  borrow, else None)`` -> why the queue's quota cannot take that many more units of the flavor
+  (an ``explain`` reason), or None when it can.
 - ``quota_blocked``: rank shape (``JobFacts.rank_shape``) -> whether the quota blocks its jobs in
   every flavor (once only admissions are left, the walk passes over such shapes whole).
 - ``no_candidates``: ``(queue, class, flavor, units)`` -> True: no running job is a preemption
   candidate for such a job.
+
+An admission takes GPUs of one flavor and quota of that flavor only (its queue's and its
+cohorts' usage, and a reservation's spare and quota room when the reservation is of that
+flavor): a job that does not list the flavor asks nothing that changed (its quota reasons,
+headroom and room above nominal are per flavor; an admission changes none of the running jobs
+its class could re-account). So ``quota_taken(flavor)`` forgets only the admission answers of
+shapes listing the flavor and the quota reasons about it, and the last two memos whole.
 
 Valid for the whole cycle, and kept with reuse off too:
 
@@ -67,6 +76,7 @@ class WalkMemo:
     """The memos of one cycle's walk (see the module doc)."""
 
     __slots__ = (
+        "_admission_keys",
         "admission",
         "no_candidates",
         "placement_failed",
@@ -79,9 +89,11 @@ class WalkMemo:
         memo = dict if reuse else _Unrecorded
         # until the state changes
         self.admission: dict[int, Blocked | None] = memo()
-        self.quota_reason: dict[QuotaAsk, str | None] = memo()
+        self.quota_reason: dict[str, dict[QuotaAsk, str | None]] = memo()  # by flavor
         self.quota_blocked: dict[int, bool] = memo()
         self.no_candidates: dict[CandidateAsk, bool] = memo()
+        # flavor -> the admission keys recorded about it (some may be gone: forgotten by another)
+        self._admission_keys: dict[str, list[int]] = {}
         # for the whole cycle
         self.placement_failed: dict[PlacementShape, int] = {}
         self.preemption_failed: dict[PreemptionShape, int] = {}
@@ -90,6 +102,26 @@ class WalkMemo:
         """An admission, preemption or reservation is about to change what later jobs see."""
         self.admission.clear()
         self.quota_reason.clear()
+        self.quota_blocked.clear()
+        self.no_candidates.clear()
+        self._admission_keys.clear()
+
+    def admission_failed(self, key: int, why: Blocked | None, flavors: tuple[str, ...]) -> None:
+        """Record ``admission[key]`` for a shape of these flavors."""
+        admission = self.admission
+        admission[key] = why
+        if key in admission:  # recorded: reuse is on
+            keys = self._admission_keys
+            for flavor in flavors:
+                keys.setdefault(flavor, []).append(key)
+
+    def quota_taken(self, flavor: str) -> None:
+        """An admission is about to take GPUs and quota of ``flavor``: forget what depends on
+        that flavor, and the shape and candidate answers (see the module doc)."""
+        admission = self.admission
+        for key in self._admission_keys.pop(flavor, ()):
+            admission.pop(key, None)
+        self.quota_reason.pop(flavor, None)
         self.quota_blocked.clear()
         self.no_candidates.clear()
 

@@ -11,10 +11,11 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from heapq import heapify, heappop, heappush
 
+from gpusched.engine.domain_room import DomainKey, DomainRoom, Move
 from gpusched.engine.model import Snapshot, Topology
 
 Workers = dict[int, int]  # node index -> workers placed there
-DomainKey = tuple[str, ...] | tuple[str, int]  # a domain's label values, or ("", node index)
+DomainGroups = dict[DomainKey, list[int]]  # a domain -> its node indexes
 
 
 class Layout:
@@ -101,6 +102,10 @@ class Capacity:
         # the same nodes as heaps of (0: partly used / 1: empty, node index), so the best of a
         # bucket is its top; entries of nodes that left the bucket are dropped when they surface
         self._heaps: dict[str, dict[str, dict[int, list[tuple[int, int]]]]] = {}
+        # flavor -> (cluster, level, required, g) -> the topology domains' sums (domain_room.py),
+        # brought up to date from the flavor's log of moves when read
+        self._rooms: dict[str, dict[tuple[str, str, bool, int], DomainRoom]] = {}
+        self._moves: dict[str, list[Move]] = {}
 
     def free_of(self, flavor: str) -> dict[int, int]:
         return self.free.setdefault(flavor, {})
@@ -111,6 +116,9 @@ class Capacity:
         return {names[node]: n for node, n in sorted(units.items())}
 
     def _move(self, flavor: str, i: int, before: int, after: int) -> None:
+        moves = self._moves.get(flavor)
+        if moves is not None:
+            moves.append((i, before, after))
         per = self._buckets.get(flavor)
         if per is None:
             return
@@ -150,6 +158,24 @@ class Capacity:
         """Call after changing ``free_of(flavor)`` other than through take/give."""
         self._buckets.pop(flavor, None)
         self._heaps.pop(flavor, None)
+        self._rooms.pop(flavor, None)
+        self._moves.pop(flavor, None)
+
+    def domain_room(
+        self, flavor: str, cluster: str, topology: Topology, g: int, groups: DomainGroups
+    ) -> DomainRoom:
+        """The live free map's sums per domain of ``groups`` (``domain_groups``: the cluster's
+        domains of ``topology``) for workers of ``g`` units."""
+        moves = self._moves.setdefault(flavor, [])
+        rooms = self._rooms.setdefault(flavor, {})
+        key = (cluster, topology.level, topology.required, g)
+        room = rooms.get(key)
+        if room is None:
+            room = DomainRoom(groups, self.free_of(flavor), self.capacity, flavor, g, len(moves))
+            rooms[key] = room
+        elif room.synced < len(moves):
+            room.catch_up(moves)
+        return room
 
     def _index(
         self, flavor: str, cluster: str
@@ -423,14 +449,23 @@ def place_in_cluster(
     if topology is None or topology.level not in cap.domain:
         return _pack(nodes, want, least, g, free, cap.capacity, flavor, first_fit)
     groups = domain_groups(cap, cluster, flavor, topology)
-    slots = _domain_slots(cap, cluster, flavor, topology, g, free, groups)
     # one domain: the largest size that fits anywhere, then the tightest domain
     sized: list[tuple[int, int, int, DomainKey]] = []
-    for key, s in slots.items():
-        if s >= least:
-            members = groups[key]
-            used_domain = any(free.get(i, 0) < cap.capacity[i].get(flavor, 0) for i in members)
-            sized.append((s, sum(free.get(i, 0) for i in members), 0 if used_domain else 1, key))
+    if free is cap.free.get(flavor):  # the live free map: its domains' kept sums
+        room = cap.domain_room(flavor, cluster, topology, g, groups)
+        slots = room.slots  # every domain, those without room at 0 (read, never changed)
+        for key, s in slots.items():
+            if s >= least and s:
+                sized.append((s, room.free[key], 0 if room.partly[key] else 1, key))
+    else:
+        slots = {key: sum(free.get(i, 0) // g for i in members) for key, members in groups.items()}
+        for key, s in slots.items():
+            if s >= least:
+                members = groups[key]
+                used_domain = any(free.get(i, 0) < cap.capacity[i].get(flavor, 0) for i in members)
+                sized.append(
+                    (s, sum(free.get(i, 0) for i in members), 0 if used_domain else 1, key)
+                )
     if sized:
         size = min(want, max(t[0] for t in sized))
         best: tuple[int, int, str] | None = None
@@ -463,34 +498,6 @@ def place_in_cluster(
         if remaining == 0:
             break
     return out
-
-
-def _domain_slots(
-    cap: Capacity,
-    cluster: str,
-    flavor: str,
-    topology: Topology,
-    g: int,
-    free: Mapping[int, int],
-    groups: dict[DomainKey, list[int]],
-) -> dict[DomainKey, int]:
-    """Workers of ``g`` units each domain of ``groups`` has room for; on the live free map
-    only the domains with room, counted from the nodes the index says have room."""
-    if free is not cap.free.get(flavor):
-        return {key: sum(free.get(i, 0) // g for i in members) for key, members in groups.items()}
-    domain_of = cap.domain[topology.level]
-    slots: dict[DomainKey, int] = {}
-    for i in cap.candidates(flavor, cluster, g):
-        d = domain_of[i]
-        key: DomainKey
-        if d is not None:
-            key = d
-        elif topology.required:
-            continue
-        else:
-            key = ("", i)
-        slots[key] = slots.get(key, 0) + free.get(i, 0) // g
-    return slots
 
 
 def place(

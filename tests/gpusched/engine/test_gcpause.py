@@ -5,7 +5,10 @@ from __future__ import annotations
 import gc
 from typing import Any
 
+import pytest
+
 from benchmarks.generate import generate
+from gpusched.engine import gcpause
 from gpusched.engine.cycle import run_cycle
 from gpusched.sim.scenario import parse_scenario
 from gpusched.sim.simulate import Simulator
@@ -47,3 +50,51 @@ def test_a_cycle_leaves_a_disabled_collector_disabled() -> None:
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_what_a_large_cycle_leaves_alive_costs_no_young_collection_after_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The result of a cycle large enough (an explanation per waiting job: here more than 500
+    objects) joins the oldest generation as the collector resumes: the next allocations start
+    no collection that walks it again."""
+    monkeypatch.setattr(gcpause, "MOVE_AFTER", 500)
+    snapshot = _busy_snapshot()
+    collections: list[int] = []
+
+    def seen(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            collections.append(info["generation"])
+
+    gc.collect()
+    gc.callbacks.append(seen)
+    try:
+        result = run_cycle(snapshot)
+        after = [[n] for n in range(100)]  # the next allocations
+    finally:
+        gc.callbacks.remove(seen)
+    assert len(after) == 100
+    assert collections == []
+    young = len(gc.get_objects(generation=0)) + len(gc.get_objects(generation=1))
+    assert young < 1000 < len(result.pending)
+
+
+def test_what_a_small_cycle_leaves_alive_stays_young() -> None:
+    snapshot = _busy_snapshot()  # about 1,500 objects left alive, below MOVE_AFTER
+    gc.collect()
+    result = run_cycle(snapshot)
+    young = len(gc.get_objects(generation=0)) + len(gc.get_objects(generation=1))
+    assert 1000 < len(result.pending) < young
+
+
+def test_objects_the_process_froze_stay_frozen(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(gcpause, "MOVE_AFTER", 500)
+    snapshot = _busy_snapshot()
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        run_cycle(snapshot)
+        assert gc.get_freeze_count() == frozen
+        assert gc.isenabled()
+    finally:
+        gc.unfreeze()

@@ -8,7 +8,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpusched.engine.model import Cluster, Flavor, Node, Snapshot, Topology
-from gpusched.engine.placement import Capacity, Layout, capped, place, place_in_cluster
+from gpusched.engine.placement import (
+    Capacity,
+    Layout,
+    capped,
+    domain_groups,
+    place,
+    place_in_cluster,
+)
 
 FLAVOR = "h100"
 
@@ -133,3 +140,50 @@ def test_a_gang_placed_on_the_kept_index_is_the_one_a_scan_of_a_copy_places(
             copy = capped(cap.free_of(FLAVOR), reserved or {})
             ours = place(cap, FLAVOR, least + more, least, g, topology, spare=reserved)
             assert ours == place(cap, FLAVOR, least + more, least, g, topology, copy)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    worlds,
+    st.sampled_from([Topology("rack", True), Topology("rack", False)]),
+    st.integers(min_value=1, max_value=8),  # gpus per worker
+    st.lists(st.booleans(), min_size=41, max_size=41),  # read the sums after this change?
+)
+def test_the_kept_domain_sums_are_the_ones_a_scan_of_the_domains_gives(
+    world: tuple[list[int], list[str], list[tuple[bool, int, int, int]]],
+    topology: Topology,
+    g: int,
+    reads: list[bool],
+) -> None:
+    """A topology placement weighs each domain by what the kept sums say (workers of ``g``
+    units it has room for, free units, partly used nodes): after any takes and gives, read
+    at once or several changes later, and after the free map was rewritten whole (a
+    preemption's), they are what its nodes add up to."""
+    sizes, racks, changes = world
+    cap = Capacity(Layout(_snapshot(sizes, racks)))
+    groups = domain_groups(cap, "c", FLAVOR, topology)
+
+    def scanned() -> tuple[dict[object, int], dict[object, int], dict[object, int]]:
+        free = cap.free_of(FLAVOR)
+        slots = {key: sum(free[i] // g for i in nodes) for key, nodes in groups.items()}
+        units = {key: sum(free[i] for i in nodes) for key, nodes in groups.items()}
+        partly = {key: sum(free[i] < sizes[i] for i in nodes) for key, nodes in groups.items()}
+        return slots, units, partly
+
+    def kept() -> tuple[dict[object, int], dict[object, int], dict[object, int]]:
+        room = cap.domain_room(FLAVOR, "c", topology, g, groups)
+        return dict(room.slots), dict(room.free), dict(room.partly)
+
+    assert kept() == scanned()
+    for step, ((take, node, units, _need), read) in enumerate(zip(changes, reads, strict=False)):
+        free = cap.free_of(FLAVOR)
+        if step == 20:  # rewritten whole, then the indexes dropped
+            free[node] = max(0, free[node] - units)
+            cap.invalidate(FLAVOR)
+        elif take:
+            cap.take(FLAVOR, {node: min(units, free[node])})
+        else:
+            cap.give(FLAVOR, {node: min(units, sizes[node] - free[node])})
+        if read:
+            assert kept() == scanned()
+    assert kept() == scanned()
