@@ -23,7 +23,9 @@ import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-MOVE_AFTER = 10_000  # young objects left by a cycle, above which they are moved (module doc)
+# young objects counted when a cycle ends (``gc.get_count()[0]``: what it left alive and the
+# garbage the paused collector has not freed yet), above which they are moved (module doc)
+MOVE_AFTER = 10_000
 
 
 @contextmanager
