@@ -65,8 +65,6 @@ class CycleContext:
     # releases decided by building the context (node failures, overruns) and GPUs of victims
     # beyond what their preemptor takes: flavor -> [(time, node, units, queue)]
     releases: dict[str, list[tuple[float, int, int, str]]] = field(default_factory=dict)
-    # (cohort, flavor) -> queue -> pending jobs that could ever run there; built on first use
-    waiting_by_pool: dict[tuple[str, str], dict[str, list[str]]] | None = None
 
     @property
     def now(self) -> float:

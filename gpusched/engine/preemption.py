@@ -502,27 +502,22 @@ def _swap_takes_waited_pool(s: _Search, victims: list[Victim]) -> bool:
 
 
 def _another_queue_waits(ctx: CycleContext, cohort: str, flavor: str, queue: str) -> bool:
-    """Whether a job of another queue of ``cohort`` that could ever run in ``flavor`` waits."""
-    if ctx.waiting_by_pool is None:
-        quota = ctx.quota
-        waiting: dict[tuple[str, str], dict[str, list[str]]] = {}
-        for p in ctx.snapshot.pending:
-            c = quota.root_of(p.queue)
-            if c is None:
-                continue
-            units = (p.min_workers or p.workers) * p.gpus_per_worker
-            can_borrow = ctx.cls(p.service_class).can_borrow
-            for f in p.flavors:
-                if not quota.never_fits(p.queue, f, units, can_borrow):
-                    waiting.setdefault((c, f), {}).setdefault(p.queue, []).append(p.name)
-        ctx.waiting_by_pool = waiting
-    admitted = {r.name for r in ctx.running[ctx.base_running :]}  # admitted by this cycle
-    return any(
-        name not in admitted
-        for q, names in ctx.waiting_by_pool.get((cohort, flavor), {}).items()
-        if q != queue
-        for name in names
-    )
+    """Whether a job of another queue of ``cohort`` that could ever run in ``flavor`` waits (not
+    admitted by this cycle). Scans the pending jobs and stops at the first: one usually comes
+    early, and building the whole cohort's waiting list per cycle cost more than the answer."""
+    quota = ctx.quota
+    admitted: set[str] | None = None
+    for p in ctx.snapshot.pending:
+        if p.queue == queue or flavor not in p.flavors or quota.root_of(p.queue) != cohort:
+            continue
+        units = (p.min_workers or p.workers) * p.gpus_per_worker
+        if quota.never_fits(p.queue, flavor, units, ctx.cls(p.service_class).can_borrow):
+            continue
+        if admitted is None:
+            admitted = {r.name for r in ctx.running[ctx.base_running :]}  # by this cycle
+        if p.name not in admitted:
+            return True
+    return False
 
 
 def _give_back(s: _Search, placement: Placement) -> None:
