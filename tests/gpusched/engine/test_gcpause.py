@@ -97,7 +97,10 @@ def test_objects_the_process_froze_stay_frozen(monkeypatch: pytest.MonkeyPatch) 
     try:
         frozen = gc.get_freeze_count()
         run_cycle(snapshot)
-        assert gc.get_freeze_count() == frozen
+        # unfrozen they would all be gone from the permanent generation (a count of 0, or only
+        # the cycle's own); a frozen object freed meanwhile (another thread of a test run drops
+        # a reference) may take one or two off
+        assert gc.get_freeze_count() > frozen - 100
         assert gc.isenabled()
     finally:
         gc.unfreeze()
