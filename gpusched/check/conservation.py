@@ -306,17 +306,26 @@ class Conservation:
         flavor: str,
         used: Mapping[tuple[str, str], int],
         skip: frozenset[str],
+        *,
+        cluster: str | None = None,
+        given: Mapping[str, int] | None = None,
     ) -> bool:
+        """Whether ``job``'s gang fits on the free GPUs of ``flavor`` (in ``cluster`` only when
+        given, plus the GPUs ``given`` back per node), no node of ``skip`` used."""
         replay = self.replay
         g = job.gpus_per_worker
         least = job.min_workers or job.workers
         level = job.topology.level if job.topology and job.topology.required else None
-        for nodes in self.clusters.values():
+        for name, nodes in self.clusters.items():
+            if cluster is not None and name != cluster:
+                continue
             workers: dict[str | None, int] = defaultdict(int)
             for node in nodes:
                 if node in replay.failed or node in replay.cordoned or node in skip:
                     continue
                 free = replay.capacity[node].get(flavor, 0) - used.get((node, flavor), 0)
+                if given is not None:
+                    free += given.get(node, 0)
                 if free < g:
                     continue
                 domain = replay.labels[node].get(level) if level is not None else ""

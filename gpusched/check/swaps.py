@@ -117,7 +117,9 @@ class Swaps:
                 or not replay.classes[taken_job.service_class].preemptible
             ):
                 continue
-            if self._fits(job, flavor, taken, used, skip):
+            if conservation.capacity_fits(
+                job, flavor, used, skip, cluster=taken.cluster, given=taken.placement
+            ):
                 replay.fail(
                     t, f"preempt for {job.name}", f"same-cycle swap: stopped {stopped} GPU(s) "
                     f"of queue {queue} although this cycle had just admitted {taken_job.name} "
@@ -125,26 +127,3 @@ class Swaps:
                     "(rule 8: take that admission back instead)"
                 )  # fmt: skip
                 return
-
-    def _fits(
-        self,
-        job: JobSpec,
-        flavor: str,
-        taken: Alloc,
-        used: dict[tuple[str, str], int],
-        skip: frozenset[str],
-    ) -> bool:
-        """Whether ``job`` fits in ``taken``'s cluster on the free GPUs plus ``taken``'s."""
-        replay = self.replay
-        g = job.gpus_per_worker
-        workers = 0
-        for node, cluster in replay.node_cluster.items():
-            if cluster != taken.cluster or node in skip:
-                continue
-            if node in replay.failed or node in replay.cordoned:
-                continue
-            free = replay.capacity[node].get(flavor, 0) - used.get((node, flavor), 0)
-            free += taken.placement.get(node, 0)
-            if free >= g:
-                workers += free // g
-        return workers >= (job.min_workers or job.workers)
