@@ -38,14 +38,19 @@ def explanations() -> dict[int, tuple[str, str, datetime | None]]:
     }
 
 
-def test_steady_cycles_with_overdue_running_jobs_rewrite_no_explanation(
-    world: SimpleNamespace, submit: Callable[..., Job], cycle: Callable[[datetime], Any]
-) -> None:
-    # 10 job minutes estimated (10 wall-clock seconds at 60x), 10 job hours actually
+def fill_both_nodes(submit: Callable[..., Job], cycle: Callable[[datetime], Any]) -> None:
+    """An 8-GPU job per team, started at later(3): estimated 10 job minutes (10 wall-clock
+    seconds at 60x, so they end by their estimates at about later(13)), running 10 job hours."""
     for team in ("a", "b"):
         submit(team=team, gpus=8, name=f"runs-{team}", estimated_runtime=600, duration_hint=36000)
     cycle(later(1))
     cycle(later(3))
+
+
+def test_steady_cycles_with_overdue_running_jobs_rewrite_no_explanation(
+    world: SimpleNamespace, submit: Callable[..., Job], cycle: Callable[[datetime], Any]
+) -> None:
+    fill_both_nodes(submit, cycle)
     assert Job.objects.filter(state=Job.State.RUNNING).count() == 2  # both nodes full
     for i, team in enumerate(("a", "a", "b")):
         submit(team=team, gpus=8, name=f"waits-{i}", at=later(4), estimated_runtime=600)
@@ -69,10 +74,7 @@ def test_steady_cycles_with_overdue_running_jobs_rewrite_no_explanation(
 def test_a_future_estimate_is_still_a_time(
     world: SimpleNamespace, submit: Callable[..., Job], cycle: Callable[[datetime], Any]
 ) -> None:
-    for team in ("a", "b"):
-        submit(team=team, gpus=8, name=f"runs-{team}", estimated_runtime=600, duration_hint=36000)
-    cycle(later(1))
-    cycle(later(3))
+    fill_both_nodes(submit, cycle)
     waiting = submit(team="a", gpus=8, name="waits", at=later(4), estimated_runtime=600)
     cycle(later(5))
     runtime = JobRuntime.objects.get(job=waiting)
