@@ -57,6 +57,18 @@ class Reserved:
     nodes: frozenset[str]
 
 
+def reserved_by(event: Mapping[str, Any]) -> Reserved | None:
+    """The reservation a ``reserve`` event makes (None when it names no nodes or start)."""
+    nodes = event.get("nodes")
+    start = event.get("start")
+    flavor = event.get("flavor")
+    if not isinstance(nodes, Mapping | list) or not isinstance(start, int | float):
+        return None
+    names = frozenset(str(n) for n in nodes)
+    flavor = str(flavor) if flavor is not None else None  # None: whichever it runs on
+    return Reserved(str(event.get("job")), float(start), flavor, names)
+
+
 class Conservation:
     def __init__(self, replay: Replay, events: list[Any]) -> None:
         self.replay = replay
@@ -109,13 +121,9 @@ class Conservation:
         self.waiting.pop(job, None)
 
     def reserve(self, event: Mapping[str, Any]) -> None:
-        nodes = event.get("nodes")
-        start = event.get("start")
-        flavor = event.get("flavor")
-        if isinstance(nodes, Mapping | list) and isinstance(start, int | float):
-            names = frozenset(str(n) for n in nodes)
-            flavor = str(flavor) if flavor is not None else None  # None: whichever it runs on
-            self.reserved = Reserved(str(event.get("job")), float(start), flavor, names)
+        reserved = reserved_by(event)
+        if reserved is not None:
+            self.reserved = reserved
 
     def new_instant(self) -> None:
         self.stopped_now = set()
@@ -149,7 +157,7 @@ class Conservation:
             for (queue, shrunk_flavor, node), gpus in w.shrunk.items():
                 used[node, shrunk_flavor] += gpus
                 quota_used[queue, shrunk_flavor] += gpus
-            if not replay.classes[spec.service_class].can_borrow:
+            if not replay.class_of(spec, (flavor,)).can_borrow:
                 nominal_only.add(spec.queue)
         res = self.reserved
         if res is not None and not self.is_pending(replay.jobs.get(res.job), t):
@@ -227,7 +235,7 @@ class Conservation:
             quota = other.quotas.get(flavor)
             if quota_used.get((alloc.queue, flavor), 0) <= (quota.nominal if quota else 0):
                 continue  # its queue does not borrow
-            cls = replay.classes[replay.jobs[alloc.job].service_class]
+            cls = replay.class_of(replay.jobs[alloc.job], (flavor,))
             if not cls.preemptible or alloc.started >= t - EPS:
                 continue  # protected, or started by this very cycle
             if t - alloc.started < cls.min_runtime - EPS or alloc.job in self.scaled_now:
@@ -284,7 +292,7 @@ class Conservation:
         if after > nominal:
             if spec.cohort is None or nominal_only:
                 return False
-            if not replay.classes[job.service_class].can_borrow:
+            if not replay.class_of(job).can_borrow:
                 return False
             limit = quota.borrowing_limit if quota is not None else None
             if limit is not None and after > nominal + limit:

@@ -8,14 +8,14 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from gpusched.check.conservation import Conservation
 from gpusched.check.jobs import EPS, JobHistory, fmt
 from gpusched.check.swaps import Swaps
 from gpusched.check.tree import Tree
-from gpusched.check.victims import check_promises, check_victim
+from gpusched.check.victims import STOP_BOUND, check_promises, check_victim
 from gpusched.sim.scenario import JobSpec, QueueSpec, Scenario, ServiceClassSpec
 
 STOP_REASONS = (
@@ -117,6 +117,27 @@ class Replay:
                 self.give(alloc)
         self.stopping = keep
 
+    def class_of(self, job: JobSpec, flavors: tuple[str, ...] | None = None) -> ServiceClassSpec:
+        """The class the rules treat ``job`` as of, in ``flavors`` (its own if None): rule 1's
+        stop bound holds a job stopped and requeued ``STOP_BOUND`` times to its queue's nominal
+        when that nominal could hold its least workers in one of them: it may then not borrow,
+        and it is not preemptible (docs/SCHEDULING.md section 4, rule 1)."""
+        cls = self.classes[job.service_class]
+        if (
+            self.history[job.name].requeues < STOP_BOUND
+            or not cls.can_borrow
+            or not cls.preemptible
+        ):
+            return cls
+        least = (job.min_workers or job.workers) * job.gpus_per_worker
+        quotas = self.queues[job.queue].quotas
+        for flavor in job.flavors if flavors is None else flavors:
+            quota = quotas.get(flavor)
+            if quota is not None and least <= quota.nominal:
+                return replace(cls, name=f"{cls.name} (held to nominal)", can_borrow=False,
+                               preemptible=False)  # fmt: skip
+        return cls
+
     def grace(self, job: JobSpec) -> float:
         return self.classes[job.service_class].grace_period
 
@@ -188,7 +209,7 @@ class Replay:
         self.coming = defaultdict(int)
         self.lent_now = defaultdict(int)
         self.conservation.new_instant()
-        self.swaps.new_instant()
+        self.swaps.new_instant(events)
         for event in events:
             name, placement = event.get("job"), event.get("placement")
             job = self.jobs.get(name) if isinstance(name, str) else None
@@ -413,7 +434,7 @@ class Replay:
             limit = None
         if limit is not None and used > limit:
             self.fail(t, what, f"queue {queue.name} uses {used} {flavor}, above its limit {limit}")
-        service_class = self.classes[job.service_class]
+        service_class = self.class_of(job, (flavor,))
         if service_class.can_borrow:
             self.lent_now[queue.name, flavor] += added
         # a borrowing class's admits of this instant may have been decided after this one;
@@ -440,7 +461,7 @@ class Replay:
         for alloc in self.running.values():
             if alloc.queue != queue or alloc.flavor != flavor or alloc.started > t - EPS:
                 continue
-            cls = self.classes[self.jobs[alloc.job].service_class]
+            cls = self.class_of(self.jobs[alloc.job], (flavor,))
             if cls.preemptible and cls.can_borrow and cls.priority < priority:
                 held += sum(alloc.placement.values())
         return held

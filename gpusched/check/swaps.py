@@ -16,15 +16,18 @@ The check is made only where the report says enough, read in the engine's favour
 the instant of its stops (the victims have no grace period), no job is shrunk at that instant,
 no preemptor of an earlier cycle is still waiting for its victims, and a reservation holds its
 nodes against a P that would still run at its start (and leaves P of the reserved job's queue
-unchecked).
+unchecked): the one in force, and any the same instant's cycle made (the report lists those
+after its admissions, though the walk may have made them before P's turn).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from gpusched.check.conservation import Reserved, reserved_by
 from gpusched.sim.scenario import JobSpec
 
 if TYPE_CHECKING:
@@ -49,11 +52,19 @@ class Swaps:
         self.stops: list[_Stop] = []
         self.shrunk = False
         self.plain: list[tuple[JobSpec, Alloc]] = []
+        self.reserved_now: list[Reserved] = []
 
-    def new_instant(self) -> None:
+    def new_instant(self, events: list[Mapping[str, Any]]) -> None:
         self.stops = []
         self.shrunk = False
         self.plain = []
+        # reservations this instant's cycle made: the report lists them after its admissions,
+        # but the walk may have made one before a preemptor it then held nodes against
+        self.reserved_now = [
+            reserved
+            for event in events
+            if event.get("type") == "reserve" and (reserved := reserved_by(event)) is not None
+        ]
 
     def stopped(self, job: JobSpec, alloc: Alloc, reason: str, by: str | None) -> None:
         self.stops.append(_Stop(alloc, reason, by, self.replay.grace(job) <= 0))
@@ -86,16 +97,15 @@ class Swaps:
         flavor = alloc.flavor
         skip: frozenset[str] = frozenset()
         conservation = replay.conservation
+        reservations = list(self.reserved_now)
         res = conservation.reserved
-        if (
-            res is not None
-            and conservation.is_pending(replay.jobs.get(res.job), t)
-            and res.flavor in (flavor, None)
-            and conservation.long(job, t, res)
-        ):
-            if replay.jobs[res.job].queue == job.queue:
-                return  # the reservation's quota share is not in the report
-            skip = res.nodes
+        if res is not None and conservation.is_pending(replay.jobs.get(res.job), t):
+            reservations.append(res)
+        for res in reservations:
+            if res.flavor in (flavor, None) and conservation.long(job, t, res):
+                if replay.jobs[res.job].queue == job.queue:
+                    return  # the reservation's quota share is not in the report
+                skip |= res.nodes
         stopped = sum(sum(stop.victim.placement.values()) for stop in mine)
         used: dict[tuple[str, str], int] = defaultdict(int, replay.node_used)
         queue_used = replay.queue_usage(queue, flavor)
@@ -114,7 +124,7 @@ class Swaps:
                 or taken.flavor != flavor
                 or held < stopped
                 or queue_used - held < nominal
-                or not replay.classes[taken_job.service_class].preemptible
+                or not replay.class_of(taken_job, (flavor,)).preemptible
             ):
                 continue
             if conservation.capacity_fits(

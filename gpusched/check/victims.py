@@ -25,7 +25,9 @@ from gpusched.sim.scenario import JobSpec
 if TYPE_CHECKING:
     from gpusched.check.replay import Alloc, Replay
 
-STOP_BOUND = 3  # rule 1: stopped and requeued this often, a job may be stopped only by a reclaim
+# rule 1: stopped and requeued this often, a job is stopped again by no fair-share or priority
+# stop, and held to its queue's nominal (no stop at all) when that nominal could hold it
+STOP_BOUND = 3
 
 
 def check_victim(
@@ -33,7 +35,7 @@ def check_victim(
     what: str,
 ) -> None:  # fmt: skip
     """Rules 1-5 for a job stopped or shrunk (rule 6) for a preemptor."""
-    service_class = replay.classes[job.service_class]
+    service_class = replay.class_of(job, (alloc.flavor,))
     if not service_class.preemptible:
         replay.fail(t, what, f"class {service_class.name} is not preemptible ({reason})")
     ran = t - alloc.started

@@ -58,7 +58,7 @@ def find_reservation(ctx: CycleContext, job: PendingJob, flavors: list[str]) -> 
     g = job.gpus_per_worker
     need = least * g
     quota = ctx.quota
-    can_borrow = ctx.cls(job.service_class).can_borrow
+    can_borrow = ctx.cls_of(job).can_borrow
     # only its own queue and its cohort (the whole cohort tree) bear on the job's quota
     bearing = {job.queue, *quota.tree_members(job.queue)}
     attempts = MAX_PLACEMENT_ATTEMPTS
@@ -134,7 +134,7 @@ def reserved_job_end(
     job = next((job for job in jobs if job.name == reservation.job), None)
     if job is None:
         return None
-    return reservation.start + ctx.runtime_of(job.estimated_runtime, ctx.cls(job.service_class))
+    return reservation.start + ctx.runtime_of(job.estimated_runtime, ctx.cls_of(job))
 
 
 def estimated_start_behind(

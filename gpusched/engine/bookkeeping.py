@@ -20,6 +20,7 @@ from gpusched.engine.model import AdmittedJob, Queue, ServiceClass, Snapshot
 from gpusched.engine.placement import Layout, Workers
 from gpusched.engine.quota import QuotaState, QuotaStatics
 from gpusched.engine.running import DEFAULT_CLASS, RunningJob
+from gpusched.engine.stop_bound import held_class, held_to_nominal
 
 if TYPE_CHECKING:
     from gpusched.engine.state import EngineState
@@ -63,11 +64,19 @@ class Bookkeeping:
     next cycle.
     """
 
-    def __init__(self, layout: Layout, classes: tuple[ServiceClass, ...], default_runtime: float):
+    def __init__(
+        self,
+        layout: Layout,
+        classes: tuple[ServiceClass, ...],
+        default_runtime: float,
+        statics: QuotaStatics,
+    ) -> None:
         self.layout = layout
         self.classes_key = classes
         self.default_runtime = default_runtime
         self.classes = {c.name: c for c in classes}
+        # the quotas' statics: a job stopped often enough is held to its queue's nominal
+        self.statics = statics
         self.entries: dict[int, Entry] = {}
         self.ids: set[int] = set()  # the entries' keys as a set, for C set differences
         self.free: dict[str, dict[int, int]] = {f: dict(v) for f, v in layout.base_free.items()}
@@ -107,6 +116,9 @@ class Bookkeeping:
         running: RunningJob | None = None
         if not job.stopping:
             cls = self.classes.get(job.service_class, DEFAULT_CLASS)
+            least = (job.min_workers or job.workers) * job.gpus_per_worker
+            if held_to_nominal(job.stops, cls, job.queue, (job.flavor,), least, self._nominal):
+                cls = held_class(cls, self.classes)  # rule 1: no stop reaches it (stop_bound)
             start = job.started_at if job.started_at is not None else (job.start_at or 0.0)
             estimated = job.estimated_runtime is not None or cls.max_runtime is not None
             running = RunningJob(
@@ -155,6 +167,10 @@ class Bookkeeping:
         if not job.stopping and job.started_at is None:
             self.waiting[job.name] = entry
 
+    def _nominal(self, queue: str, flavor: str) -> int:
+        limits = self.statics.limits.get((queue, flavor))
+        return limits.nominal if limits is not None else 0
+
     def sort_ends(self) -> None:
         for ends in self.ends.values():
             ends.sort()
@@ -183,7 +199,9 @@ class Bookkeeping:
             del self.waiting[job.name]
 
 
-def _kept(snapshot: Snapshot, layout: Layout, state: EngineState) -> Bookkeeping:
+def _kept(
+    snapshot: Snapshot, layout: Layout, statics: QuotaStatics, state: EngineState
+) -> Bookkeeping:
     """The state's bookkeeping with the last cycle's own changes undone, if it still fits."""
     book = state.bookkeeping
     if (
@@ -191,24 +209,25 @@ def _kept(snapshot: Snapshot, layout: Layout, state: EngineState) -> Bookkeeping
         and book.layout is layout
         and book.classes_key is snapshot.service_classes
         and book.default_runtime == snapshot.default_runtime
+        and book.statics is statics
     ):
         for r, workers in reversed(book.mutated):  # undo last cycle's shrink/grow/stop
             r.workers = dict(workers)
             r.preemptible_now = r.started_at is not None
         book.mutated = []
         return book
-    book = Bookkeeping(layout, snapshot.service_classes, snapshot.default_runtime)
+    book = Bookkeeping(layout, snapshot.service_classes, snapshot.default_runtime, statics)
     state.bookkeeping = book
     return book
 
 
 def bring_up_to_date(
-    snapshot: Snapshot, layout: Layout, state: EngineState
+    snapshot: Snapshot, layout: Layout, statics: QuotaStatics, state: EngineState
 ) -> tuple[Bookkeeping, list[AdmittedJob]]:
     """The state's bookkeeping brought to the snapshot's admitted jobs, and the stopping jobs
     left out of it because their GPUs are held for a preemptor that still waits (in snapshot
     order); a stopping job whose preemptor is gone or started is counted as any other."""
-    book = _kept(snapshot, layout, state)
+    book = _kept(snapshot, layout, statics, state)
     admitted = snapshot.admitted
     # stopping jobs whose GPUs may be held for a preemptor
     victims = [job for job in compress(admitted, map(_held_for, admitted)) if job.stopping]
@@ -218,7 +237,7 @@ def bring_up_to_date(
     # the jobs that came or went since the last snapshot (usually few)
     gone = book.ids - present
     if len(gone) > len(book.entries) // 2:  # fresh job objects (a live cycle): count anew
-        book = Bookkeeping(layout, snapshot.service_classes, snapshot.default_runtime)
+        book = Bookkeeping(layout, snapshot.service_classes, snapshot.default_runtime, statics)
         state.bookkeeping = book
     else:
         for key in gone:

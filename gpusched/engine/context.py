@@ -21,6 +21,13 @@ from gpusched.engine.placement import Capacity, Workers
 from gpusched.engine.policies import Policy
 from gpusched.engine.quota import QuotaState
 from gpusched.engine.running import DEFAULT_CLASS, RunningJob
+from gpusched.engine.stop_bound import (
+    HELD_SUFFIX,
+    STOP_BOUND,
+    held_class,
+    held_to_nominal,
+    own_class_name,
+)
 
 if TYPE_CHECKING:
     from gpusched.engine.state import EngineState
@@ -71,7 +78,30 @@ class CycleContext:
         return self.snapshot.now
 
     def cls(self, name: str) -> ServiceClass:
-        return self.classes.get(name, DEFAULT_CLASS)
+        known = self.classes.get(name)
+        if known is not None:
+            return known
+        own = self.classes.get(own_class_name(name))  # a held variant not asked for yet
+        return DEFAULT_CLASS if own is None else held_class(own, self.classes)
+
+    def cls_of(self, job: PendingJob) -> ServiceClass:
+        """The class the rules apply to a pending job: its own, or its held variant once it is
+        held to its queue's nominal (stop_bound.py)."""
+        cls = self.classes.get(job.service_class, DEFAULT_CLASS)
+        if job.stops < STOP_BOUND:
+            return cls
+        least = (job.min_workers or job.workers) * job.gpus_per_worker
+        if held_to_nominal(job.stops, cls, job.queue, job.flavors, least, self.quota.nominal):
+            return held_class(cls, self.classes)
+        return cls
+
+    def class_key_of(self, job: PendingJob) -> str:
+        """The class name the memos know a pending job by: its held variant's once it is held
+        (so it never shares an answer with its class's other jobs), else its own."""
+        if job.stops < STOP_BOUND:
+            return job.service_class
+        cls = self.cls_of(job)
+        return cls.name if cls.name.endswith(HELD_SUFFIX) else job.service_class
 
     def runtime_of(self, estimated: float | None, cls: ServiceClass) -> float:
         if estimated is not None:
@@ -81,16 +111,17 @@ class CycleContext:
         return self.snapshot.default_runtime
 
     def est_end_of(self, job: PendingJob) -> float:
-        return self.now + self.runtime_of(job.estimated_runtime, self.cls(job.service_class))
+        return self.now + self.runtime_of(job.estimated_runtime, self.cls_of(job))
 
 
 def build_context(snapshot: Snapshot, policy: Policy, state: EngineState) -> CycleContext:
     """The cycle's starting state: free capacity and quota usage after every admitted job,
     victims in their grace period held for their preemptor, failures and overruns stopped."""
     layout = state.layout_of(snapshot)
-    book, held = bring_up_to_date(snapshot, layout, state)
+    statics = state.quota_statics(snapshot.queues, snapshot.cohorts)
+    book, held = bring_up_to_date(snapshot, layout, statics, state)
     cap = Capacity(layout, book.free)
-    quota = book.quota_for(snapshot.queues, state.quota_statics(snapshot.queues, snapshot.cohorts))
+    quota = book.quota_for(snapshot.queues, statics)
     for job in held:  # counted against its queue until released
         quota.add(job.queue, job.flavor, job.workers * job.gpus_per_worker)
     ctx = CycleContext(snapshot, policy, cap, quota, dict(book.classes), [])
@@ -98,7 +129,7 @@ def build_context(snapshot: Snapshot, policy: Policy, state: EngineState) -> Cyc
     ctx.victim_pools = book.pools
     ctx.base_ends = book.ends
     for entry in book.waiting.values():
-        if not ctx.cls(entry.job.service_class).can_borrow:
+        if entry.running is not None and not entry.running.cls.can_borrow:
             ctx.nominal_only.add(entry.job.queue)
     stopped = stop_failed_and_overrun(ctx, book)
     ctx.running = list(book.running.values())

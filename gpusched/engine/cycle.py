@@ -81,7 +81,7 @@ class _Cycle:
             if known is not None:
                 self.blocked_reason[job.name] = known
             return False
-        cls = self.ctx.cls(job.service_class)
+        cls = self.ctx.cls_of(job)
         least = job.min_workers or job.workers
         outcome = self._try_admit(job, cls, job.gpus_per_worker, least, long_job)
         if outcome is True:
@@ -182,7 +182,7 @@ class _Cycle:
         (None for a job without flavors); records nothing but the quota reasons' memo."""
         job = facts.job
         units = (job.min_workers or job.workers) * job.gpus_per_worker
-        cls = self.ctx.cls(job.service_class)
+        cls = self.ctx.cls_of(job)
         first: Blocked | None = None
         for flavor in job.flavors:
             reason = self._quota_reason(job.queue, flavor, units, cls)
@@ -231,7 +231,7 @@ class _Cycle:
         for index, facts in enumerate(shapes):
             job = facts.job
             if flavors is not None:
-                if self.ctx.cls(job.service_class).can_borrow:
+                if self.ctx.cls_of(job).can_borrow:
                     flavors.extend(f for f in job.flavors if f not in flavors)
                 else:
                     flavors = None
@@ -293,7 +293,7 @@ class _Cycle:
         """Called while fewer than MAX_FAILED_PREEMPTIONS searches have failed this cycle."""
         ctx = self.ctx
         memo = self.memo
-        cls = ctx.cls(job.service_class)
+        cls = ctx.cls_of(job)
         gpus = job.gpus_per_worker
         least = job.min_workers or job.workers
         for flavor in job.flavors:
@@ -303,7 +303,7 @@ class _Cycle:
             failed_at = memo.preemption_failed.get(shape)
             if failed_at is not None and least >= failed_at:
                 continue
-            ask = (job.queue, job.service_class, flavor, least * gpus)
+            ask = (job.queue, cls.name, flavor, least * gpus)
             if ask in memo.no_candidates:
                 continue
             found = candidates(ctx, job, flavor)
@@ -379,7 +379,7 @@ class _Cycle:
         total = sum(units.values())
         borrowing = reaccount.admitted_borrowing(ctx, job, flavor, total)
         ctx.quota.add(job.queue, flavor, total)
-        if release > now and not ctx.cls(job.service_class).can_borrow:
+        if release > now and not ctx.cls_of(job).can_borrow:
             ctx.nominal_only.add(job.queue)
         self._track(job, plan.placement, flavor, release)
         self.admits.append(
@@ -397,7 +397,7 @@ class _Cycle:
     def _track(self, job: PendingJob, placement: Placement, flavor: str, start: float) -> None:
         """A job admitted this cycle: its estimated end feeds backfill; never a victim now."""
         ctx = self.ctx
-        cls = ctx.cls(job.service_class)
+        cls = ctx.cls_of(job)
         ctx.running.append(
             RunningJob(
                 name=job.name,

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gpusched.engine.stop_bound import HELD_SUFFIX, STOP_BOUND
+
 # Reason codes, most specific first.
 QUOTA_NOMINAL = "quota-nominal"  # queue without cohort is at its nominal quota
 CANNOT_BORROW = "cannot-borrow"  # would borrow, but the class may not
@@ -108,6 +110,12 @@ class PendingInfo:
         if r == QUOTA_NOMINAL:
             return (
                 f"Waiting for quota: {self._quota_text()}; the queue has no cohort to borrow from."
+            )
+        if r == CANNOT_BORROW and self.service_class.endswith(HELD_SUFFIX):
+            return (
+                f"Waiting for quota: {self._quota_text()}, which would borrow above nominal. "
+                f"Stopped and requeued {STOP_BOUND} times already, the job now starts only "
+                f"within its queue's nominal quota, where no preemption can stop it again."
             )
         if r == CANNOT_BORROW:
             return (

@@ -104,6 +104,7 @@ def _situation(
     quota = ctx.quota
     queue = job.queue
     need = (job.min_workers or job.workers) * job.gpus_per_worker
+    cls = ctx.cls_of(job)
     limits = quota.limits(queue, flavor)
     pool_size, pool_used = quota.pool_numbers(queue, flavor)
     free_total, largest = estimates.free_of(flavor)
@@ -118,8 +119,7 @@ def _situation(
         pool_used,
         free_total,
         largest,
-        job.service_class,
+        cls.name,  # a job held to nominal: its held variant's (stop_bound.py)
         job.topology.level if job.topology else "",
     )
-    can_borrow = ctx.cls(job.service_class).can_borrow
-    return fields, can_borrow, *estimates.told(queue, need, reason, flavor)
+    return fields, cls.can_borrow, *estimates.told(queue, need, reason, flavor)

@@ -106,7 +106,7 @@ class FairOrder:
             self.shares[sid] = (at, share)
         prio = self.priority.get(sid)
         if prio is None:
-            prio = self.priority[sid] = -self.ctx.cls(facts.job.service_class).priority
+            prio = self.priority[sid] = -self.ctx.cls_of(facts.job).priority
         return (share, prio, self.scores.get(queue, 0.0), facts.tail)
 
     def _usage(self, queue: str, at: int) -> object:

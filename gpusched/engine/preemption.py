@@ -13,10 +13,9 @@ from gpusched.engine.context import CycleContext
 from gpusched.engine.model import PendingJob
 from gpusched.engine.placement import Placement, Workers, place
 from gpusched.engine.running import RunningJob
+from gpusched.engine.stop_bound import STOP_BOUND
 
 MAX_CANDIDATES = 256
-# rule 1: a job already stopped (and requeued) this many times is stopped again only by a reclaim
-STOP_BOUND = 3
 
 
 @dataclass(slots=True)
@@ -58,7 +57,7 @@ class _Search:
         self.ctx = ctx
         self.job = job
         self.flavor = flavor
-        self.cls = ctx.cls(job.service_class)
+        self.cls = ctx.cls_of(job)
         self.least = job.min_workers or job.workers
         self.need = self.least * job.gpus_per_worker
         self.base_free = ctx.cap.free_of(flavor)
@@ -281,7 +280,7 @@ def candidates(ctx: CycleContext, job: PendingJob, flavor: str) -> list[RunningJ
     Other queues' jobs are candidates only while their queue borrows (rules 2 and 3 need it),
     and only for a preemptor that may reclaim or borrow.
     """
-    cls = ctx.cls(job.service_class)
+    cls = ctx.cls_of(job)
     quota = ctx.quota
     cohort = quota.cohort.get(job.queue)
     least = (job.min_workers or job.workers) * job.gpus_per_worker
@@ -511,7 +510,7 @@ def _another_queue_waits(ctx: CycleContext, cohort: str, flavor: str, queue: str
         if p.queue == queue or flavor not in p.flavors or quota.root_of(p.queue) != cohort:
             continue
         units = (p.min_workers or p.workers) * p.gpus_per_worker
-        if quota.never_fits(p.queue, flavor, units, ctx.cls(p.service_class).can_borrow):
+        if quota.never_fits(p.queue, flavor, units, ctx.cls_of(p).can_borrow):
             continue
         if admitted is None:
             admitted = {r.name for r in ctx.running[ctx.base_running :]}  # by this cycle

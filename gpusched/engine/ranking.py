@@ -72,6 +72,9 @@ class Ranker:
         self.room_ids: dict[tuple[str, tuple[str, ...]], int] = {}  # (queue, flavors) -> id
         self.rooms: list[tuple[str, tuple[str, ...]]] = []
         self.statics_basis: tuple[object, ...] = ()
+        # the quotas the facts were made under: they decide which jobs are held to nominal
+        # (stop_bound.py), so new quotas make every job's facts anew
+        self.facts_quotas: object = None
         # rank shape -> (its queue's usage, share after admitting): the fair order's, kept
         # while the quotas stay the same (fair_order.FairOrder)
         self.shares: dict[int, tuple[object, float | tuple[float, ...]]] = {}
@@ -87,15 +90,16 @@ class Ranker:
         self.changed_at: dict[int, int] = {}
         self.merged: dict[tuple[int, ...], tuple[tuple[int, ...], list[JobFacts]]] = {}
 
-    def _new_facts(self, job: PendingJob) -> JobFacts:
+    def _new_facts(self, ctx: CycleContext, job: PendingJob) -> JobFacts:
         least = job.min_workers or job.workers
-        shape = (job.queue, job.service_class, job.flavors, least * job.gpus_per_worker)
+        cls_name = ctx.class_key_of(job)  # a job held to nominal is of its held class
+        shape = (job.queue, cls_name, job.flavors, least * job.gpus_per_worker)
         sid = self.shape_ids.get(shape)
         if sid is None:
             sid = self.shape_ids[shape] = len(self.shapes)
             self.shapes.append(shape)
         walk: WalkShape = (
-            (job.queue, job.service_class, job.flavors, job.gpus_per_worker, least, job.workers),
+            (job.queue, cls_name, job.flavors, job.gpus_per_worker, least, job.workers),
             job.topology,
         )
         wid = self.walk_ids.setdefault(walk, len(self.walk_ids))
@@ -126,10 +130,14 @@ class Ranker:
                 self.rooms.append((queue, flavors))
         return (queue, units, -cls.priority, room_id, hopeless)
 
-    def _update(self, pending: tuple[PendingJob, ...]) -> None:
+    def _update(self, ctx: CycleContext, pending: tuple[PendingJob, ...]) -> None:
         """Bring the per-shape lists from the last snapshot's pending jobs to these."""
         ids = set(map(id, pending))
         gone = self.ids - ids
+        if ctx.quota.static is not self.facts_quotas:  # whom the quotas hold to nominal
+            self.facts_quotas = ctx.quota.static
+            self.facts = {}
+            gone = self.ids
         if len(gone) > len(self.ids) // 2:  # mostly fresh job objects (a live cycle): anew
             self.present, self.by_shape, self.ids = {}, {}, set()
             self.merged = {}
@@ -154,7 +162,7 @@ class Ranker:
         for job in compress(pending, map(came.__contains__, map(id, pending))):
             known = facts.get(id(job))
             if known is None:
-                known = facts[id(job)] = self._new_facts(job)
+                known = facts[id(job)] = self._new_facts(ctx, job)
             present[id(job)] = known
             jobs = by_shape.setdefault(known.rank_shape, [])
             if jobs and known.tail < jobs[-1].tail:
@@ -173,7 +181,7 @@ class Ranker:
     ) -> Ranking:
         """The pending jobs' facts in rank order. ``drop_hopeless``: leave out the jobs whose
         quota can never hold them in any of their flavors (``QuotaState.never_fits``)."""
-        self._update(pending)
+        self._update(ctx, pending)
         by_shape = self.by_shape
         if ctx.policy.fifo_order:
             return Ranking(sorted(chain.from_iterable(by_shape.values()), key=_tail), {}, {})

@@ -60,6 +60,6 @@ def admitted_borrowing(ctx: CycleContext, job: PendingJob, flavor: str, units: i
     """Whether ``job``, admitted now with ``units`` of ``flavor``, borrows: its queue goes
     above nominal and its class may borrow (one that may not is within nominal, the queue's
     lower-priority jobs re-accounted as its borrowers)."""
-    if not ctx.cls(job.service_class).can_borrow:
+    if not ctx.cls_of(job).can_borrow:
         return False
     return not ctx.quota.within_nominal(job.queue, flavor, units)

@@ -99,7 +99,7 @@ def _fits_without(
     reservation's ``spare`` as it would then be); the cycle's state is as before on return."""
     ctx = cycle.ctx
     quota = ctx.quota
-    cls = ctx.cls(job.service_class)
+    cls = ctx.cls_of(job)
     g = job.gpus_per_worker
     least = job.min_workers or job.workers
     need = least * g

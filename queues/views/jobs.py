@@ -30,7 +30,7 @@ from accounting.pricing import currency
 from accounting.rating import RatingError
 from gpuplatform import access
 from gpuplatform.plain_widgets import PLAIN_WIDGETS, printed
-from gpusched.engine.preemption import STOP_BOUND
+from gpusched.engine.stop_bound import STOP_BOUND
 from queues.models import (
     Flavor,
     IllegalTransition,

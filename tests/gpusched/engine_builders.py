@@ -58,6 +58,7 @@ def pending(
     min_workers: int | None = None,
     topology: Topology | None = None,
     estimated_runtime: float | None = None,
+    stops: int = 0,
 ) -> PendingJob:
     return PendingJob(
         name=name,
@@ -70,6 +71,7 @@ def pending(
         min_workers=min_workers,
         topology=topology,
         estimated_runtime=estimated_runtime,
+        stops=stops,
     )
 
 

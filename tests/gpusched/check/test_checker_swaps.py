@@ -50,3 +50,13 @@ def test_an_admission_walked_after_the_preemptor_is_no_swap() -> None:
     # a-new came after b-new in the walk: b-new could not have taken it back
     later = [*START, RESERVE, *STOP, _admit(100, "b-new", "b", 1), _admit(100, "a-new", "a", 1)]
     assert _check(later) == []
+
+
+def test_a_reservation_the_same_cycle_made_holds_its_nodes_against_the_preemptor() -> None:
+    """The report lists a cycle's reservation after its admissions, though the walk may have
+    made it before the preemptor's turn: b-new (600 s) would still run at a reservation of n1
+    starting at t=650, so it could not have taken a-new's GPU; at t=800 it would have."""
+    swap = [*START, *STOP, _admit(100, "a-new", "a", 1), _admit(100, "b-new", "b", 1)]
+    for start, problems in ((650, []), (800, [SWAP])):
+        made_now = {**RESERVE, "t": 100, "start": start}
+        assert _check([*swap, made_now]) == problems

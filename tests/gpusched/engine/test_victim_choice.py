@@ -68,8 +68,8 @@ def test_each_earlier_stop_counts_the_work_a_stop_would_lose_once_more() -> None
     assert stopped(reclaim_one(*busy)) == {"once"}
 
 
-def test_a_job_stopped_three_times_is_stopped_again_only_by_a_reclaim() -> None:
-    """Rule 1's stop bound: no fourth priority or fair-share stop; a reclaim still."""
+def test_a_job_stopped_three_times_is_not_stopped_again_by_priority_or_fair_share() -> None:
+    """Rule 1's stop bound: no fourth priority or fair-share stop."""
     # priority: p (high) would stop v (low) of its own queue
     for stops, want in ((2, {"v": "priority"}), (3, {})):
         busy = [running("v", "q", {"n0": 8}, gpus=8, cls="low", stops=stops)]
@@ -87,6 +87,41 @@ def test_a_job_stopped_three_times_is_stopped_again_only_by_a_reclaim() -> None:
             snapshot(nodes("n", 1, {"h100": 12}), queues, busy, [pending("new", "b")], now=NOW)
         )
         assert {s.job: s.reason for s in result.stops} == want
-    # reclaim: b is within its nominal
-    busy = [running("v", "a", {"n0": 8}, gpus=8, stops=5), running("w", "a", {"n0": 1}, stops=5)]
-    assert stopped(reclaim_one(*busy)) == {"w"}
+
+
+def test_a_job_stopped_three_times_that_its_nominal_holds_is_not_reclaimed_either() -> None:
+    """Held to nominal (stop_bound.py): 'w' (1 GPU, queue a's nominal 4) is the cheapest stop
+    by work, but after three stops no reclaim reaches it; 'v' (8 GPUs, more than a's nominal
+    could ever hold) still borrows, so the reclaim takes it."""
+    w = running("w", "a", {"n0": 1}, started_at=NOW - 10, stops=3)
+    v = running("v", "a", {"n0": 8}, gpus=8, started_at=NOW - 900, stops=5)
+    assert stopped(reclaim_one(v, w)) == {"v"}
+    # two stops only: w is the cheapest stop, and it goes
+    w = running("w", "a", {"n0": 1}, started_at=NOW - 10, stops=2)
+    v = running("v", "a", {"n0": 8}, gpus=8, started_at=NOW - 900, stops=2)
+    assert stopped(reclaim_one(v, w)) == {"w"}
+
+
+def test_a_job_stopped_three_times_starts_again_only_within_its_queues_nominal() -> None:
+    """Queue a (nominal 2, cohort with idle b) runs 2 GPUs: a fresh 1-GPU job may borrow and
+    starts; the same job after three stops waits for a's nominal, and says why."""
+    queues = [queue("a", 2, cohort="c"), queue("b", 6, cohort="c")]
+    busy = [running("r", "a", {"n0": 2}, gpus=2)]
+    for stops, starts in ((2, True), (3, False)):
+        job = pending("j", "a", stops=stops)
+        result = run_cycle(snapshot(nodes("n", 1, {"h100": 8}), queues, busy, [job], now=NOW))
+        assert bool(result.admits) is starts
+    info = result.pending["j"]
+    assert "Stopped and requeued 3 times already" in info.message
+    assert "only within its queue's nominal quota" in info.message
+    # with room in a's nominal it starts at once, held or not
+    result = run_cycle(snapshot(nodes("n", 1, {"h100": 8}), queues, [], [job], now=NOW))
+    assert [a.job for a in result.admits] == ["j"]
+
+
+def test_a_job_larger_than_its_queues_nominal_still_borrows_after_three_stops() -> None:
+    """Held to nominal it could never start: it borrows as its class allows."""
+    queues = [queue("a", 2, cohort="c"), queue("b", 6, cohort="c")]
+    job = pending("big", "a", gpus=4, stops=3)
+    result = run_cycle(snapshot(nodes("n", 1, {"h100": 8}), queues, [], [job], now=NOW))
+    assert [a.job for a in result.admits] == ["big"]

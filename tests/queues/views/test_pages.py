@@ -119,7 +119,8 @@ def test_job_detail_says_when_the_stop_bound_protects_a_job(
     client: Client, researcher_a: User, sim_cluster: Cluster, submit: Callable[..., Job],
     cycle: Callable[..., Any],
 ) -> None:  # fmt: skip
-    """docs/SCHEDULING.md rule 1: after three stops only a reclaim may stop a job again."""
+    """docs/SCHEDULING.md rule 1: after three stops no fair-share or priority stop, and a job
+    its queue's nominal holds is held to it, where no preemption stops it."""
     job = submit(gpus=8)
     cycle(later(1))
     client.force_login(researcher_a)
@@ -130,6 +131,7 @@ def test_job_detail_says_when_the_stop_bound_protects_a_job(
     Job.objects.filter(pk=job.pk).update(preemption_count=3)
     html = client.get(url).content.decode()
     assert "no longer stopped for fair sharing or priority" in html
+    assert "starts again only within that quota, where no preemption stops it" in html
 
 
 def test_job_detail_says_until_when_its_class_protects_a_running_job(
