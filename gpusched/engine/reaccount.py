@@ -38,6 +38,10 @@ def quota_reason(
     reason = quota.blocked_reason(queue, flavor, units, cls.can_borrow)
     if reason != explain.CANNOT_BORROW:
         return reason
+    # over nominal, so the room is at most the headroom: mostly that answers alone, without
+    # summing the queue's running jobs (``movable``)
+    if quota.headroom(queue, flavor) < units:
+        return reason
     return None if room_above_nominal(ctx, queue, flavor, cls) >= units else reason
 
 
