@@ -378,9 +378,10 @@ def _plan(
         cands = victim_order(ctx, job, cands)
     # cheap bound: even stopping every candidate cannot make room (most searches end at one
     # of these bounds, which the candidates' order leaves the same: they are ordered after)
-    if s.free_total + sum(c.count * c.g for c in cands) < s.need:
+    held = _units_by_queue(cands)
+    if s.free_total + sum(held.values()) < s.need:
         return None
-    if _quota_blocked_without_all(s, cands):
+    if _quota_blocked_without_all(s, held):
         return None
     cands = victim_order(ctx, job, cands)
     reclaiming = ctx.quota.within_nominal(job.queue, flavor, s.need)
@@ -471,16 +472,22 @@ def _add_victims(s: _Search, cands: list[RunningJob]) -> Placement | None:
     return None
 
 
-def _quota_blocked_without_all(s: _Search, cands: list[RunningJob]) -> bool:
-    """Cheap bound: the preemptor's quota stays blocked even with every candidate removed.
+def _units_by_queue(cands: list[RunningJob]) -> dict[str, int]:
+    """The units the candidates hold, by queue (what stopping them all would give back)."""
+    by_queue: dict[str, int] = {}
+    for c in cands:
+        by_queue[c.queue] = by_queue.get(c.queue, 0) + c.count * c.g
+    return by_queue
+
+
+def _quota_blocked_without_all(s: _Search, by_queue: dict[str, int]) -> bool:
+    """Cheap bound: the preemptor's quota stays blocked even with every candidate removed
+    (``by_queue``: the units they hold, by queue).
 
     Whether a job fits its quota only improves as usage in its queue and its cohort's pool
     goes down, so no subset of the candidates can help then.
     """
     quota = s.ctx.quota
-    by_queue: dict[str, int] = {}
-    for c in cands:
-        by_queue[c.queue] = by_queue.get(c.queue, 0) + c.count * c.g
     for q, units in by_queue.items():
         quota.add(q, s.flavor, -units)
     blocked = quota.blocked_reason(s.job.queue, s.flavor, s.need, s.cls.can_borrow) is not None
