@@ -199,20 +199,18 @@ class _Cycle:
         (the cohort pools only shrink, which keeps a pool reason one): this records at once
         what the walk would record for each of its jobs, and the walk drops the queue.
 
-        A backlog's queue is mostly found blocked cycle after cycle: when every class asked
-        may borrow, the answer depends only on the shapes and on the usage of the queue and its
-        cohorts in their flavors, and the ranker keeps it by queue (``Ranker.queue_blocks``)."""
+        A backlog's queue is mostly found blocked cycle after cycle: the answer depends only on
+        the shapes and on what decides their quota reasons (``reaccount.QuotaAsks.stamp``),
+        and the ranker keeps it by queue (``Ranker.queue_blocks``)."""
         queue = shapes[0].job.queue
         sids = [facts.rank_shape for facts in shapes]
-        quota = self.ctx.quota
+        ctx = self.ctx
         kept = self.ranker.queue_blocks.get(queue)
-        if kept is not None and kept[0] == sids and kept[2] == quota.usage_stamp(queue, kept[1]):
+        if kept is not None and kept[0] == sids and kept[2] == kept[1].stamp(ctx):
             live, noted = kept[3]
         else:
-            live, noted, flavors = self._blocks_all(shapes)
-            if flavors is not None:
-                stamp = quota.usage_stamp(queue, flavors)
-                self.ranker.queue_blocks[queue] = (sids, flavors, stamp, (live, noted))
+            live, noted, asks = self._blocks_all(shapes)
+            self.ranker.queue_blocks[queue] = (sids, asks, asks.stamp(ctx), (live, noted))
         if live is not None:
             return shapes[live]
         for index, why in noted:
@@ -221,28 +219,22 @@ class _Cycle:
 
     def _blocks_all(
         self, shapes: list[JobFacts]
-    ) -> tuple[int | None, list[tuple[int, Blocked]], list[str] | None]:
+    ) -> tuple[int | None, list[tuple[int, Blocked]], reaccount.QuotaAsks]:
         """``blocks_all``'s answer: the index of the first shape its quota lets in (None: it
-        blocks all), the reasons to record by index, and the flavors asked about, or None when
-        a class that may not borrow was asked (its answer depends on the running jobs too)."""
+        blocks all), the reasons to record by index, and what was asked of the quota."""
         known = self.memo.quota_blocked
         noted: list[tuple[int, Blocked]] = []
-        flavors: list[str] | None = []
+        asks = reaccount.QuotaAsks(shapes[0].job.queue)
         for index, facts in enumerate(shapes):
-            job = facts.job
-            if flavors is not None:
-                if self.ctx.cls_of(job).can_borrow:
-                    flavors.extend(f for f in job.flavors if f not in flavors)
-                else:
-                    flavors = None
+            asks.add(self.ctx, facts.job, self.ctx.cls_of(facts.job))
             if known.get(facts.rank_shape) is False:
-                return index, noted, flavors
+                return index, noted, asks
             blocked, first = self._quota_block(facts)
             if not blocked:
-                return index, noted, flavors
+                return index, noted, asks
             if first is not None:
                 noted.append((index, first))
-        return None, noted, flavors
+        return None, noted, asks
 
     def _note_blocked(self, job: PendingJob, why: Blocked) -> None:
         """What a job left pending tells growth: a flavor's GPUs or a cohort pool are wanted."""

@@ -275,7 +275,7 @@ def victim_rank(priority: int, stops: int, work_lost: float) -> tuple[int, bool,
 
 
 def candidates(ctx: CycleContext, job: PendingJob, flavor: str) -> list[RunningJob]:
-    """Rule 1 filter and rule 5 order: other queues from the highest share, then own queue.
+    """Rule 1 filter, in no order (``plan_preemption`` puts them in rule 5's).
 
     Other queues' jobs are candidates only while their queue borrows (rules 2 and 3 need it),
     and only for a preemptor that may reclaim or borrow.
@@ -306,7 +306,6 @@ def candidates(ctx: CycleContext, job: PendingJob, flavor: str) -> list[RunningJ
         and r.stops < STOP_BOUND
         and not r.cheaper_to_wait_for(now, least)
     ]
-    levels: dict[str, tuple[str | None, str, str]] = {}
     if others and cohort is not None:
         for q in quota.tree_members(job.queue):
             if q == job.queue or q not in pool:
@@ -314,7 +313,7 @@ def candidates(ctx: CycleContext, job: PendingJob, flavor: str) -> list[RunningJ
             if not quota.borrowing(q, flavor):
                 continue  # rules 2 and 3 need the victim's queue borrowing
             if hierarchical:  # and, in a tree, its side below the lowest common cohort
-                levels[q] = _at, mine_node, their_node = quota.meeting(job.queue, q)
+                _at, mine_node, their_node = quota.meeting(job.queue, q)
                 if not quota.borrowing_up_to(q, flavor, their_node):
                     continue
                 if not cls.can_borrow and not quota.within_up_to(
@@ -328,11 +327,22 @@ def candidates(ctx: CycleContext, job: PendingJob, flavor: str) -> list[RunningJ
                 and r.preemptible_now
                 and now - (r.started_at or 0.0) >= r.cls.min_runtime
             )
-    if not out:
-        return out
-    shares = {q: quota.share(q) for q in {r.queue for r in out}}
+    return out
+
+
+def victim_order(ctx: CycleContext, job: PendingJob, cands: list[RunningJob]) -> list[RunningJob]:
+    """Rule 5's order of ``candidates``: other queues from the highest share, then own queue;
+    the first MAX_CANDIDATES of them."""
+    quota = ctx.quota
+    now = ctx.now
+    shares = {q: quota.share(q) for q in {r.queue for r in cands}}
     # across a tree: the share of the victim's side at the lowest common cohort comes first
-    side = {q: -quota.level_share(q, levels[q][2], levels[q][0]) for q in shares if q in levels}
+    side: dict[str, float] = {}
+    if quota.tree.hierarchical:
+        for q in shares:
+            if q != job.queue:
+                at, _mine_node, their_node = quota.meeting(job.queue, q)
+                side[q] = -quota.level_share(q, their_node, at)
 
     def key(r: RunningJob) -> tuple[object, ...]:
         own = 1 if r.queue == job.queue else 0
@@ -340,8 +350,7 @@ def candidates(ctx: CycleContext, job: PendingJob, flavor: str) -> list[RunningJ
         rank = victim_rank(r.cls.priority, r.stops, r.work_lost(now))
         return (own, first, -shares[r.queue], *rank, r.name)
 
-    out.sort(key=key)
-    return out[:MAX_CANDIDATES]
+    return sorted(cands, key=key)[:MAX_CANDIDATES]
 
 
 def plan_preemption(
@@ -365,11 +374,16 @@ def _plan(
     ctx: CycleContext, job: PendingJob, flavor: str, cands: list[RunningJob]
 ) -> PreemptionPlan | None:
     s = _Search(ctx, job, flavor)
-    # cheap bound: even stopping every candidate cannot make room
-    if s.free_total + sum(c.count * c.g for c in cands) < s.need:
+    if len(cands) > MAX_CANDIDATES:  # rule 5's order picks the candidates searched
+        cands = victim_order(ctx, job, cands)
+    # cheap bound: even stopping every candidate cannot make room (most searches end at one
+    # of these bounds, which the candidates' order leaves the same: they are ordered after)
+    held = _units_by_queue(cands)
+    if s.free_total + sum(held.values()) < s.need:
         return None
-    if _quota_blocked_without_all(s, cands):
+    if _quota_blocked_without_all(s, held):
         return None
+    cands = victim_order(ctx, job, cands)
     reclaiming = ctx.quota.within_nominal(job.queue, flavor, s.need)
     placement = _add_victims(s, cands)
     if placement is None and reclaiming and len(cands) > 1:
@@ -458,16 +472,22 @@ def _add_victims(s: _Search, cands: list[RunningJob]) -> Placement | None:
     return None
 
 
-def _quota_blocked_without_all(s: _Search, cands: list[RunningJob]) -> bool:
-    """Cheap bound: the preemptor's quota stays blocked even with every candidate removed.
+def _units_by_queue(cands: list[RunningJob]) -> dict[str, int]:
+    """The units the candidates hold, by queue (what stopping them all would give back)."""
+    by_queue: dict[str, int] = {}
+    for c in cands:
+        by_queue[c.queue] = by_queue.get(c.queue, 0) + c.count * c.g
+    return by_queue
+
+
+def _quota_blocked_without_all(s: _Search, by_queue: dict[str, int]) -> bool:
+    """Cheap bound: the preemptor's quota stays blocked even with every candidate removed
+    (``by_queue``: the units they hold, by queue).
 
     Whether a job fits its quota only improves as usage in its queue and its cohort's pool
     goes down, so no subset of the candidates can help then.
     """
     quota = s.ctx.quota
-    by_queue: dict[str, int] = {}
-    for c in cands:
-        by_queue[c.queue] = by_queue.get(c.queue, 0) + c.count * c.g
     for q, units in by_queue.items():
         quota.add(q, s.flavor, -units)
     blocked = quota.blocked_reason(s.job.queue, s.flavor, s.need, s.cls.can_borrow) is not None

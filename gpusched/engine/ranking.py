@@ -27,6 +27,7 @@ from gpusched.engine.model import PendingJob, Snapshot, Topology
 
 if TYPE_CHECKING:
     from gpusched.engine.context import CycleContext
+    from gpusched.engine.reaccount import QuotaAsks
 
 # a rank shape's queue, units, minus its class's priority, its (queue, flavors) id where the
 # queue is in a cohort (None: it never borrows), whether its quota can never hold it
@@ -78,10 +79,9 @@ class Ranker:
         # rank shape -> (its queue's usage, share after admitting): the fair order's, kept
         # while the quotas stay the same (fair_order.FairOrder)
         self.shares: dict[int, tuple[object, float | tuple[float, ...]]] = {}
-        # queue -> (the rank shapes asked, their flavors, their usage stamp, the answer): the
-        # cycle's ``blocks_all`` for classes that may borrow, kept while the quotas stay the
-        # same (cycle._Cycle.blocks_all)
-        self.queue_blocks: dict[str, tuple[list[int], list[str], list[int], QueueBlocks]] = {}
+        # queue -> (the rank shapes asked, their quota asks, the asks' stamp, the answer): the
+        # cycle's ``blocks_all``, kept while the quotas stay the same (cycle._Cycle.blocks_all)
+        self.queue_blocks: dict[str, tuple[list[int], QuotaAsks, list[int], QueueBlocks]] = {}
         # the rank shapes the last ``rank`` placed among the borrowing jobs (not within nominal)
         self.borrowing_shapes: set[int] = set()
         # rank shape -> count of ``_update`` calls when its list last changed; rank shapes ->
