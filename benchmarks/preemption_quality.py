@@ -12,6 +12,10 @@ Prints one row per trace and policy:
 - within-nominal wait: mean first-start wait of the jobs that fitted their queue's nominal quota
   when submitted (the queue's running GPUs in one of the job's flavors, plus the job's, at most
   that flavor's nominal), under that policy's own run; and how many such jobs there were.
+
+``--jct-by-queue`` prints, per trace, where the first policy's mean JCT differs from the
+second's: each queue's jobs, their mean JCT under both, and the queue's share of the overall
+difference (its jobs' summed difference over all jobs), largest first.
 """
 
 from __future__ import annotations
@@ -112,12 +116,66 @@ def quality(report: dict[str, Any], scenario: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def jct_by_queue(first: dict[str, Any], second: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per queue, the jobs finished under both reports: how many, their mean JCT under each,
+    and the queue's part of the difference of the overall means (first minus second; the
+    parts add up to it), largest part first."""
+
+    def jct(report: dict[str, Any]) -> dict[str, tuple[str, float]]:
+        return {
+            j["name"]: (j["queue"], float(j["finished_at"]) - float(j["submitted_at"]))
+            for j in report["jobs"]
+            if j.get("finished_at") is not None
+        }
+
+    a, b = jct(first), jct(second)
+    both = [name for name in a if name in b]
+    by_queue: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    for name in both:
+        by_queue[a[name][0]].append((a[name][1], b[name][1]))
+    rows = [
+        {
+            "queue": queue,
+            "jobs": len(pairs),
+            "first": statistics.fmean(x for x, _ in pairs),
+            "second": statistics.fmean(y for _, y in pairs),
+            "part": sum(x - y for x, y in pairs) / len(both),
+        }
+        for queue, pairs in by_queue.items()
+    ]
+    return sorted(rows, key=lambda row: -row["part"])
+
+
+def print_jct_by_queue(folder: Path, traces: list[str], policies: list[str]) -> None:
+    first, second = policies[:2]
+    print(
+        f"| trace | queue | jobs | mean JCT s {first} | mean JCT s {second} "
+        f"| part of the mean's difference s |"
+    )
+    print("|---|---|---|---|---|---|")
+    for trace in traces:
+        rows = jct_by_queue(
+            load(folder / f"{trace}-{first}.json.gz"), load(folder / f"{trace}-{second}.json.gz")
+        )
+        for row in rows:
+            print(
+                f"| {trace} | {row['queue']} | {row['jobs']:,} | {row['first']:,.0f} "
+                f"| {row['second']:,.0f} | {row['part']:+,.0f} |"
+            )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("folder", type=Path)
     parser.add_argument("--traces", default=",".join(TRACES))
     parser.add_argument("--policies", default="default,greedy")
+    parser.add_argument(
+        "--jct-by-queue", action="store_true", help="where the two policies' mean JCT differ"
+    )
     args = parser.parse_args()
+    if args.jct_by_queue:
+        print_jct_by_queue(args.folder, args.traces.split(","), args.policies.split(","))
+        return
     print(
         "| trace | policy | mean JCT s | lost GPU-h % | lost GPU-h | stops | most stops of one job "
         "| within-nominal wait s (jobs) |"

@@ -107,3 +107,20 @@ def test_lost_work_and_within_nominal_count_a_placements_gpus_once() -> None:
     assert got["most_stops"] == 1
     # a1 and a2; not b1: at its submission queue b holds b1 and big, 9 GPUs of its nominal 6
     assert got["within_jobs"] == 2
+
+
+def test_jct_by_queue_splits_the_difference_of_the_means_by_queue() -> None:
+    """Queue a's two jobs take 100 s longer each under the first policy, b's one job 60 s
+    less: the means differ by (200 - 60) / 3 s, of which a holds 200 / 3 and b -60 / 3."""
+    from benchmarks.preemption_quality import jct_by_queue
+
+    def report(a1: float, a2: float, b1: float) -> dict[str, object]:
+        jobs = [("a1", "a", a1), ("a2", "a", a2), ("b1", "b", b1), ("late", "b", None)]
+        return {"jobs": [{"name": n, "queue": q, "submitted_at": 10, "finished_at": end}
+                         for n, q, end in jobs]}  # fmt: skip
+
+    rows = jct_by_queue(report(210, 310, 50), report(110, 210, 110))
+    assert [(r["queue"], r["jobs"]) for r in rows] == [("a", 2), ("b", 1)]
+    assert (rows[0]["first"], rows[0]["second"]) == (250, 150)
+    assert round(rows[0]["part"], 9) == round(200 / 3, 9)
+    assert round(rows[1]["part"], 9) == round(-60 / 3, 9)
