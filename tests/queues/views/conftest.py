@@ -9,15 +9,32 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
+from django.test import Client
+from django.urls import reverse
 
 from queues.models import Flavor, Job, Queue, ServiceClass
-from queues.services import submit_job
+from queues.services import estimate, submit_job
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 
 
 def later(seconds: float) -> datetime:
     return T0 + timedelta(seconds=seconds)
+
+
+def probe_estimate(
+    client: Client, monkeypatch: pytest.MonkeyPatch, at: datetime, queue: Queue,
+    service_class: ServiceClass, flavor: Flavor,
+) -> dict[str, Any]:  # fmt: skip
+    """The submit form's estimate panel for a 1 x 8-GPU probe of 10 s, asked at ``at``."""
+    data = {
+        "queue": queue.pk, "service_class": service_class.pk, "name": "probe",
+        "image": "pytorch/pytorch:2.4.0", "command": "python train.py", "workers": 1,
+        "gpus_per_worker": 8, "flavor": flavor.pk, "estimated_runtime": 10,
+    }  # fmt: skip
+    monkeypatch.setattr(estimate.timezone, "now", lambda: at)  # the panel's "now"
+    panel: dict[str, Any] = client.get(reverse("submit-estimate"), data).json()["estimate"]
+    return panel
 
 
 @pytest.fixture(autouse=True)

@@ -16,8 +16,7 @@ from django.urls import reverse
 from rest_framework.test import APIClient
 
 from queues.models import Cluster, Flavor, Job, Queue, ServiceClass
-from queues.services import estimate
-from tests.queues.views.conftest import later
+from tests.queues.views.conftest import later, probe_estimate
 
 pytestmark = pytest.mark.django_db
 
@@ -38,13 +37,7 @@ def test_estimated_start_runtime_label_and_actual_start_share_the_wall_clock(
     ends = later(3 + FOUR_HOURS / 60)  # 4 simulated hours at 60x: 4 wall-clock minutes
 
     client.force_login(researcher_a)
-    data = {
-        "queue": queue_a.pk, "service_class": service_class_std.pk, "name": "probe",
-        "image": "pytorch/pytorch:2.4.0", "command": "python train.py", "workers": 1,
-        "gpus_per_worker": 8, "flavor": flavor_h100.pk, "estimated_runtime": 10,
-    }  # fmt: skip
-    monkeypatch.setattr(estimate.timezone, "now", lambda: later(4))  # the panel's "now"
-    panel = client.get(reverse("submit-estimate"), data).json()["estimate"]
+    panel = probe_estimate(client, monkeypatch, later(4), queue_a, service_class_std, flavor_h100)
     assert panel["outcome"] == "wait"
     assert panel["estimated_start"] is not None
     assert datetime.fromisoformat(panel["estimated_start"]) == ends  # 09:04:03, not 13:00:03

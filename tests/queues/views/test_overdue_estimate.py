@@ -15,8 +15,7 @@ from django.urls import reverse
 from rest_framework.test import APIClient
 
 from queues.models import Cluster, Flavor, Job, Queue, ServiceClass
-from queues.services import estimate
-from tests.queues.views.conftest import later
+from tests.queues.views.conftest import later, probe_estimate
 
 pytestmark = pytest.mark.django_db
 
@@ -61,13 +60,7 @@ def test_a_job_waiting_for_overdue_jobs_is_told_so_with_no_moving_time(
     assert listed[waiting.pk]["estimated_start"] is None
     assert listed[waiting.pk]["pending_message"] == body["pending_message"]
 
-    data = {
-        "queue": queue_a.pk, "service_class": service_class_std.pk, "name": "probe",
-        "image": "pytorch/pytorch:2.4.0", "command": "python train.py", "workers": 1,
-        "gpus_per_worker": 8, "flavor": flavor_h100.pk, "estimated_runtime": 10,
-    }  # fmt: skip
-    monkeypatch.setattr(estimate.timezone, "now", lambda: later(121))  # the panel's "now"
-    panel = client.get(reverse("submit-estimate"), data).json()["estimate"]
+    panel = probe_estimate(client, monkeypatch, later(121), queue_a, service_class_std, flavor_h100)
     assert panel["outcome"] == "wait"
     assert panel["estimated_start"] is None
     assert "run past their estimated runtimes" in panel["summary"]
