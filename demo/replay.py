@@ -252,8 +252,8 @@ class HistorySimulator(Simulator):
             if info.reason != story.reason:
                 story.reason = info.reason
                 self.note(name, Moment(t, Kind.PENDING, info=info))
-        if result.reservation is not None:
-            self.counts["reserved"] += 1
+        if result.reservations:
+            self.counts["reserved"] += len(result.reservations)
         self.cycles.append(CycleRecord(t, seconds, self.counts, len(result.pending)))
         self.counts = Counter()
 

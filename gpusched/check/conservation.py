@@ -11,9 +11,11 @@ report:
 - a preemptor waiting for its victims' grace period holds its future placement's GPUs and
   counts against its queue's quota from the preemption on (rule 7); its placement is the one of
   its next ``admit``;
-- the last ``reserve`` event's reservation is taken to hold while its job is still pending (the
-  report says when a reservation changes, not when it lapses): a job that would still run at its
-  start takes none of the reserved nodes, and one of the reserved job's queue is not checked;
+- the reservations of the last instant with ``reserve`` events (a cycle reports all of its
+  reservations whenever they change) are taken to hold while their jobs are still pending (the
+  report says when reservations change, not when they lapse): a job that would still run at a
+  reservation's start takes none of its nodes, and one of the reserved job's queue is not
+  checked;
 - a queue with a waiting preemptor of a class that may not borrow must stay within nominal;
 - required topology counts only nodes that carry the level's label.
 A job fits a flavor when, in one cluster (and one domain of a required level), the schedulable
@@ -88,7 +90,8 @@ class Conservation:
         self.shrunk_now: dict[tuple[str, str], int] = defaultdict(int)  # (queue, flavor) -> GPUs
         # invariant 7: job -> (when it became owed a reclaim, deadline, the victim that suffices)
         self.owed: dict[str, tuple[float, float, str]] = {}
-        self.reserved: Reserved | None = None
+        self.reserved: list[Reserved] = []  # the last reported set, made at ``reserved_at``
+        self.reserved_at: float | None = None
         # node -> its value of each topology level, and the clusters' nodes
         self.clusters: dict[str, list[str]] = defaultdict(list)
         for node, cluster in replay.node_cluster.items():
@@ -122,8 +125,17 @@ class Conservation:
 
     def reserve(self, event: Mapping[str, Any]) -> None:
         reserved = reserved_by(event)
-        if reserved is not None:
-            self.reserved = reserved
+        if reserved is None:
+            return
+        t = float(event.get("t", 0.0))
+        if self.reserved_at is None or abs(t - self.reserved_at) > EPS:
+            self.reserved, self.reserved_at = [], t  # a new set
+        self.reserved.append(reserved)
+
+    def reserved_for(self, t: float) -> list[Reserved]:
+        """The reservations taken to hold at ``t``: those whose jobs are still pending."""
+        jobs = self.replay.jobs
+        return [res for res in self.reserved if self.is_pending(jobs.get(res.job), t)]
 
     def new_instant(self) -> None:
         self.stopped_now = set()
@@ -159,28 +171,29 @@ class Conservation:
                 quota_used[queue, shrunk_flavor] += gpus
             if not replay.class_of(spec, (flavor,)).can_borrow:
                 nominal_only.add(spec.queue)
-        res = self.reserved
-        if res is not None and not self.is_pending(replay.jobs.get(res.job), t):
-            res = None
+        reservations = self.reserved_for(t)
+        reserved_jobs = {res.job for res in reservations}
         for job in pending:
-            if res is not None and res.job == job.name:
-                continue  # the reserved job itself: it waits for its reservation
+            if job.name in reserved_jobs:
+                continue  # a reserved job itself: it waits for its reservation
             for flavor in job.flavors:
-                long_job = (
-                    res is not None and res.flavor in (flavor, None) and self.long(job, t, res)
-                )
-                if long_job and res is not None and job.queue == replay.jobs[res.job].queue:
+                binding = [
+                    res
+                    for res in reservations
+                    if res.flavor in (flavor, None) and self.long(job, t, res)
+                ]
+                if any(job.queue == replay.jobs[res.job].queue for res in binding):
                     continue  # the reservation's quota share is not in the report
                 if not self.quota_fits(job, flavor, quota_used, job.queue in nominal_only):
                     continue
-                skip = res.nodes if long_job and res is not None else frozenset()
+                skip = frozenset().union(*(res.nodes for res in binding))
                 if self.capacity_fits(job, flavor, used, skip):
                     replay.fail(
                         t, f"job {job.name}", f"still pending after the cycle, although its "
                         f"quota and free capacity of {flavor} hold it (work conservation)"
                     )  # fmt: skip
                     break
-        if res is None and sum(len(job.flavors) for job in pending) <= MAX_FRUITLESS:
+        if not reservations and sum(len(job.flavors) for job in pending) <= MAX_FRUITLESS:
             for job in pending:
                 if job.name not in self.owed:
                     self.owe_reclaim(job, t, used, quota_used)
@@ -269,7 +282,7 @@ class Conservation:
         return not any(a.job == name and end > t + EPS for end, a in replay.stopping)
 
     def long(self, job: JobSpec, t: float, res: Reserved) -> bool:
-        """Whether ``job`` would still run at the reservation's start (by its estimate)."""
+        """Whether ``job`` would still run at ``res``'s start (by its estimate)."""
         estimate = job.estimated_runtime
         if estimate is None:
             limit = self.replay.classes[job.service_class].max_runtime

@@ -97,10 +97,7 @@ class Swaps:
         flavor = alloc.flavor
         skip: frozenset[str] = frozenset()
         conservation = replay.conservation
-        reservations = list(self.reserved_now)
-        res = conservation.reserved
-        if res is not None and conservation.is_pending(replay.jobs.get(res.job), t):
-            reservations.append(res)
+        reservations = self.reserved_now + conservation.reserved_for(t)
         for res in reservations:
             if res.flavor in (flavor, None) and conservation.long(job, t, res):
                 if replay.jobs[res.job].queue == job.queue:

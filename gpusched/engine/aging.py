@@ -1,16 +1,16 @@
 """Aging of borrowing jobs (docs/SCHEDULING.md section 4, Aging): a bound on how long a job that
 can only borrow waits for its first start.
 
-The walk reaches the borrowing jobs after every within-nominal job, and EASY's one reservation
-goes to the first job it finds blocked, so a gang larger than its queue's nominal quota rarely
-holds it, and when it does, the borrowing jobs walked before it (by fair share) take its GPUs
-again in the next cycle. Once a borrowing job that never ran has waited ``AGE_BOUND`` seconds
-since its submission, the reservation goes to the longest-waiting such job instead, made when
-the walk reaches the borrowing jobs (unless a within-nominal job took it first), so that every
-borrowing job walked leaves it its GPUs, as the jobs walked after EASY's reserved job do. The
-aged job keeps its place in the walk and its preemption rights; when the walk reaches it, it
-may take its reserved GPUs. Once it starts, the reservation passes to the next such job (or,
-with none, back to EASY's first blocked job).
+The walk reaches the borrowing jobs after every within-nominal job, and the backfill
+reservations go to the first jobs it finds blocked, so a gang larger than its queue's nominal
+quota rarely holds one, and when it does, the borrowing jobs walked before it (by fair share)
+take its GPUs again in the next cycle. Once a borrowing job that never ran has waited
+``AGE_BOUND`` seconds since its submission, one of the cycle's reservations goes to the
+longest-waiting such job, made when the walk reaches the borrowing jobs (unless within-nominal
+jobs took them all first), so that every borrowing job walked leaves it its GPUs, as the jobs
+walked after a reserved job do. The aged job keeps its place in the walk and its preemption
+rights; when the walk reaches it, it may take its reserved GPUs. Once it starts, its
+reservation passes to the next such job (or, with none, to the next blocked job).
 
 A job stopped and requeued does not age: its wait ended at its first start, and holding the
 reservation at once it would take back, in each cycle, the GPUs a reclaim had just freed.
@@ -62,46 +62,47 @@ class AgedReservation:
         self.done: set[str] = set()  # aged jobs started this cycle
 
     def reserve(self) -> None:
-        """The reservation for the longest-waiting aged job, when there is one and one can be
-        found (then EASY does not reserve again while it holds it)."""
+        """A reservation for the longest-waiting aged job, when there is one and one can be
+        found (it counts among the cycle's reservations while it holds it)."""
         cycle = self.cycle
         self.job = None
         job = oldest_aged(self.ranking, cycle.ctx.now, self.done)
         if job is None:
             return
         cycle.reserve(job)
-        if cycle.ctx.reservation is not None:
-            cycle.reserve_tried = True
+        if cycle.ctx.reservations.of(job.name) is not None:
+            cycle.reserves_left -= 1
             self.job = job
 
     def gate(self) -> Iterator[JobFacts]:
-        """Walked between the within-nominal jobs and the borrowing ones: unless one of the
-        former took the reservation (or blocks the line), the aged job takes it here."""
+        """Walked between the within-nominal jobs and the borrowing ones: unless the former
+        took every reservation (or one blocks the line), the aged job takes one here."""
         cycle = self.cycle
-        policy = cycle.policy
-        if policy.backfill and not cycle.reserve_tried and cycle.head_blocker is None:
+        if cycle.reserves_left and cycle.head_blocker is None:
             self.reserve()
         yield from ()
 
     def walk(self, facts: JobFacts) -> int:
         """The walk reached the aged job: it may take its own reserved GPUs, or stop jobs as any
-        job of its rank may (its reservation does not restrict that search). Started, it hands
-        the reservation on."""
+        job of its rank may (its reservation does not restrict that search; the others bind it
+        as any job). Started, it hands its reservation on."""
         cycle = self.cycle
         ctx = cycle.ctx
         job = facts.job
+        reservations = ctx.reservations
+        own = reservations.remove(job.name)
+        cycle.memo.reservations_changed()
         outcome = BLOCKED
-        if cycle.try_admit(facts, False):
+        if cycle.try_admit(facts, reservations.level(ctx.est_end_of(job))):
             outcome = ADMITTED
-        elif cycle.may_preempt():
-            reservation, ctx.reservation = ctx.reservation, None
-            if cycle.try_preempt(job):
-                outcome = PREEMPTED
-            else:
-                ctx.reservation = reservation
-        if outcome != BLOCKED:
-            ctx.reservation = None
-            cycle.reserve_tried = False
+        elif cycle.may_preempt() and cycle.try_preempt(job):
+            outcome = PREEMPTED
+        if outcome == BLOCKED:
+            if own is not None:
+                reservations.add(own)
+            cycle.memo.reservations_changed()
+        else:
+            cycle.reserves_left += 1
             cycle.memo.state_changed()
             self.done.add(job.name)
             self.reserve()

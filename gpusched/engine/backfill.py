@@ -1,18 +1,21 @@
-"""EASY backfill (docs/SCHEDULING.md section 4): reserve for the best-ranked blocked job.
+"""Backfill (docs/SCHEDULING.md section 4): reserve for the best-ranked blocked jobs.
 
-The reservation is the earliest time at which the job could start as running jobs reach their
+A reservation is the earliest time at which the job could start as running jobs reach their
 estimated ends, and the GPUs it would then use. A later job may take GPUs on the reserved nodes
 only if it ends before the reservation starts, or if it leaves the reserved GPUs free then.
+Each reservation is planned around those made before it (reservations.py): their GPUs and quota
+count as taken from now until their jobs' estimated ends.
 """
 
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 
-from gpusched.engine.context import CycleContext, Reservation
+from gpusched.engine.context import CycleContext
 from gpusched.engine.model import PendingJob
 from gpusched.engine.placement import capped, place
+from gpusched.engine.reservations import Reservation
 
 MAX_PLACEMENT_ATTEMPTS = 24  # bound on trial placements while looking for the start time
 
@@ -62,12 +65,31 @@ def find_reservation(ctx: CycleContext, job: PendingJob, flavors: list[str]) -> 
     # only its own queue and its cohort (the whole cohort tree) bear on the job's quota
     bearing = {job.queue, *quota.tree_members(job.queue)}
     attempts = MAX_PLACEMENT_ATTEMPTS
+    runtime = ctx.runtime_of(job.estimated_runtime, ctx.cls_of(job))
     for flavor in flavors:
         if quota.never_fits(job.queue, flavor, need, can_borrow):
             continue  # its quota can never hold it here, however many jobs end
         free = dict(ctx.cap.free_of(flavor))
-        total = sum(free.values())
         events = release_events(ctx, flavor)
+        # the reservations made before: taken from now until their jobs' estimated ends; what
+        # a node does not have free yet it owes, and pays from what is released there first
+        before = ctx.reservations.of_flavor(flavor)
+        owed: dict[int, int] = {}
+        for r in before:
+            for i, u in r.units.items():
+                if i in free:
+                    owed[i] = owed.get(i, 0) + u
+            quota.add(r.queue, flavor, sum(r.units.values()))
+            events = events + [(r.end, i, u, r.queue) for i, u in r.units.items()]
+        for i in list(owed):
+            paid = min(free[i], owed[i])
+            free[i] -= paid
+            owed[i] -= paid
+            if not owed[i]:
+                del owed[i]
+        if before:
+            events.sort()
+        total = sum(free.values())
         # quota given back on trial: applied (summed per queue) before each quota check, and
         # undone below; usage and pool accounting are additive, so the order does not matter
         releasing: dict[str, int] = {}
@@ -81,7 +103,15 @@ def find_reservation(ctx: CycleContext, job: PendingJob, flavors: list[str]) -> 
                 break
             while pos < n_events and events[pos][0] <= t:
                 _, i, u, q = events[pos]
-                if i in free:
+                if i in owed:
+                    left = owed[i] - u
+                    if left > 0:
+                        owed[i] = left
+                    else:
+                        del owed[i]
+                        free[i] -= left
+                        total -= left
+                elif i in free:
                     free[i] += u
                     total += u
                 if q in bearing:
@@ -109,14 +139,17 @@ def find_reservation(ctx: CycleContext, job: PendingJob, flavors: list[str]) -> 
                         spare = {i: free[i] - units[i] for i in units}
                         room = quota.headroom(job.queue, flavor) - need
                         best = Reservation(
-                            job.name, t, p.cluster, flavor, units, spare, job.queue, room
-                        )
+                            job.name, t, p.cluster, flavor, units, spare, job.queue, room,
+                            end=t + runtime,
+                        )  # fmt: skip
                         break
             if pos >= n_events:
                 break
             t = events[pos][0]
         for q, u in released.items():
             quota.add(q, flavor, u)
+        for r in before:
+            quota.add(r.queue, flavor, -sum(r.units.values()))
     return best
 
 
@@ -125,44 +158,38 @@ def limited_free(free: Mapping[int, int], reservation: Reservation) -> dict[int,
     return capped(free, reservation.spare)
 
 
-def reserved_job_end(
-    ctx: CycleContext, jobs: Iterable[PendingJob], reservation: Reservation | None
-) -> float | None:
-    """When the reserved job (one of ``jobs``) is expected to end, starting at the reservation."""
-    if reservation is None:
-        return None
-    job = next((job for job in jobs if job.name == reservation.job), None)
-    if job is None:
-        return None
-    return reservation.start + ctx.runtime_of(job.estimated_runtime, ctx.cls_of(job))
-
-
 def estimated_start_behind(
     events: list[tuple[float, int, int, str]],
     free_now: int,
     need: int,
-    reservation: Reservation,
-    reserved_end: float,
+    reservations: list[Reservation],
 ) -> float | None:
-    """First time, not before the reservation starts, at which ``need`` units of the reserved
-    flavor are free once the reserved job holds its GPUs from ``reservation.start`` to
-    ``reserved_end`` (ignores packing, as ``estimated_free_time``): the estimated start of a
-    job queued behind the reservation, as Slurm's backfill plans the jobs after the first."""
-    held = sum(reservation.units.values())
-    changes = sorted(
-        [(t, u) for t, _i, u, _q in events]
-        + [(reservation.start, -held), (max(reserved_end, reservation.start), held)]
-    )
+    """First time, not before the first of ``reservations`` (of one flavor) starts, from which
+    on ``need`` units of the flavor stay free once each reserved job holds its GPUs from its
+    start to its estimated end (ignores packing, as ``estimated_free_time``): the estimated
+    start of a job queued behind them, as Slurm's backfill plans the jobs after the first."""
+    changes = [(t, u) for t, _i, u, _q in events]
+    for r in reservations:
+        held = sum(r.units.values())
+        changes += [(r.start, -held), (max(r.end, r.start), held)]
+    changes.sort()
+    first = min(r.start for r in reservations)
     free = free_now
+    steps: list[tuple[float, int]] = []  # (time, units free from then on until the next)
     k = 0
     while k < len(changes):
         t = changes[k][0]
         while k < len(changes) and changes[k][0] == t:  # every change at one time together
             free += changes[k][1]
             k += 1
-        if t >= reservation.start and free >= need:
-            return t
-    return None
+        steps.append((t, free))
+    found: float | None = None
+    for t, free in reversed(steps):  # a later reservation's start may take them back
+        if free < need:
+            break
+        if t >= first:
+            found = t
+    return found
 
 
 def estimated_free_time(

@@ -20,6 +20,7 @@ from gpusched.engine.model import AdmittedJob, PendingJob, ServiceClass, Snapsho
 from gpusched.engine.placement import Capacity, Workers
 from gpusched.engine.policies import Policy
 from gpusched.engine.quota import QuotaState
+from gpusched.engine.reservations import Reservations
 from gpusched.engine.running import DEFAULT_CLASS, RunningJob
 from gpusched.engine.stop_bound import (
     HELD_SUFFIX,
@@ -34,18 +35,6 @@ if TYPE_CHECKING:
 
 
 @dataclass(slots=True)
-class Reservation:
-    job: str
-    start: float
-    cluster: str
-    flavor: str
-    units: dict[int, int]  # node index -> units reserved at start
-    spare: dict[int, int]  # node index -> units a long job may still take there
-    queue: str = ""
-    quota_room: int = 0  # units of the flavor a long job of the same queue may still take
-
-
-@dataclass(slots=True)
 class CycleContext:
     snapshot: Snapshot
     policy: Policy
@@ -54,7 +43,8 @@ class CycleContext:
     classes: dict[str, ServiceClass]
     running: list[RunningJob]
     stops: list[Stop] = field(default_factory=list)
-    reservation: Reservation | None = None
+    # backfill's reservations in force (reservations.py)
+    reservations: Reservations = field(default_factory=Reservations)
     # flavor -> queue -> started jobs of preemptible classes (rule 1's time test is left to
     # the caller); shared with the bookkeeping: read only
     victim_pools: dict[str, dict[str, dict[int, RunningJob]]] = field(default_factory=dict)

@@ -1,7 +1,7 @@
 """One scheduling cycle: snapshot in, decisions out (docs/SCHEDULING.md section 4).
 
 ``run_cycle`` ranks the pending jobs, admits what fits quota and placement, preempts under rules
-1-7, reserves for the best-ranked blocked job (EASY backfill) or an aged borrowing job (aging.py),
+1-7, reserves for the best-ranked blocked jobs (backfill) and an aged borrowing job (aging.py),
 grows elastic jobs into idle capacity and explains every job left pending. Deterministic.
 
 What the walk learns about job shapes on the cycle's current state lives in its ``WalkMemo``
@@ -40,6 +40,7 @@ from gpusched.engine.policies import Policy, get_policy
 from gpusched.engine.preemption import PreemptionPlan, candidates, plan_preemption
 from gpusched.engine.ranking import JobFacts
 from gpusched.engine.reasons import capacity_reason, first_reason
+from gpusched.engine.reservations import delayed_by, quota_room_of, spare_of, take
 from gpusched.engine.running import DEFAULT_CLASS, RunningJob
 from gpusched.engine.state import EngineState
 
@@ -62,8 +63,14 @@ class _Cycle:
         self.infos: dict[str, PendingInfo] = {}
         # what the walk found out
         self.blocked_reason: dict[str, Blocked] = {}  # job -> why it was not admitted
+        # behind-reservation, when explaining: the reserved job a job would delay, by
+        # (admission key, flavor) as the walk finds it, and by job
+        self.behind: dict[tuple[int, str], str] = {}
+        self.delays: dict[str, str] = {}
         self.failed_preemptions = 0  # searches that found no victim set (the search bound)
-        self.reserve_tried = False
+        # reservations the walk may still make (policy.reservations; aging.py gives one back
+        # when its aged job starts)
+        self.reserves_left = policy.reservations if policy.backfill else 0
         self.freed_at_once = False  # the last preemption freed GPUs nobody holds, at once
         self.head_blocker: str | None = None
         # what the jobs left pending wait for, which growth must leave to them
@@ -71,34 +78,36 @@ class _Cycle:
         self.pools_waited_for: set[tuple[str, str]] = set()  # quota of these (cohort, flavor)
 
     # -- admission ---------------------------------------------------------------------------
-    def try_admit(self, facts: JobFacts, long_job: bool) -> bool:
-        """Admit the job if it fits; ``long_job``: it would still run at the reservation's start."""
+    def try_admit(self, facts: JobFacts, level: int) -> bool:
+        """Admit the job if it fits; ``level``: how many reservations it would still run at
+        the start of (reservations.py)."""
         job = facts.job
-        key = facts.long_key if long_job else facts.short_key
+        key = facts.walk_key | level
         failed = self.memo.admission
         if key in failed:  # a job of its shape already failed on this very state: so does it
             known = failed[key]
-            if known is not None:
-                self.blocked_reason[job.name] = known
-            return False
-        cls = self.ctx.cls_of(job)
-        least = job.min_workers or job.workers
-        outcome = self._try_admit(job, cls, job.gpus_per_worker, least, long_job)
-        if outcome is True:
-            return True
-        self.memo.admission_failed(key, outcome, job.flavors)
-        if outcome is not None:
-            self.blocked_reason[job.name] = outcome
+        else:
+            cls = self.ctx.cls_of(job)
+            least = job.min_workers or job.workers
+            outcome = self._try_admit(job, cls, job.gpus_per_worker, least, level, key)
+            if outcome is True:
+                return True
+            self.memo.admission_failed(key, outcome, job.flavors)
+            known = outcome
+        if known is not None:
+            self.blocked_reason[job.name] = known
+            if known[0] == explain.BEHIND_RESERVATION and self.explain:
+                self.delays[job.name] = self.behind.get((key, known[1]), "")
         return False
 
     def _try_admit(
-        self, job: PendingJob, cls: ServiceClass, gpus: int, least: int, long_job: bool
+        self, job: PendingJob, cls: ServiceClass, gpus: int, least: int, level: int, key: int
     ) -> Blocked | Literal[True] | None:
         """Admit ``job`` if it fits (True); otherwise the first flavor's blocking reason."""
         ctx = self.ctx
         quota = ctx.quota
         queue = job.queue
-        reservation = ctx.reservation
+        reservations = ctx.reservations
         placement_failed = self.memo.placement_failed
         first: Blocked | None = None
         for flavor in job.flavors:
@@ -115,21 +124,27 @@ class _Cycle:
                 room = min(room, left)
             if not cls.can_borrow:
                 room = min(room, reaccount.room_above_nominal(ctx, queue, flavor, cls))
-            at_reservation = long_job and reservation is not None and reservation.flavor == flavor
-            if at_reservation and reservation is not None and reservation.queue == queue:
-                # a long job of the reserved job's queue must leave it its quota at the start
-                if least * gpus > reservation.quota_room:
-                    first = first_reason(first, explain.BEHIND_RESERVATION, flavor)
-                    continue
-                room = min(room, reservation.quota_room)
+            binding = reservations.binding(flavor, level) if level else None
+            if binding:
+                # a long job of a reserved job's queue must leave it its quota at its start
+                quota_room = quota_room_of(binding, queue)
+                if quota_room is not None:
+                    if least * gpus > quota_room:
+                        if self.explain:
+                            mine = [r for r in binding if r.queue == queue]
+                            delayed = min(mine, key=lambda r: r.quota_room).job
+                            self.behind[(key, flavor)] = delayed
+                        first = first_reason(first, explain.BEHIND_RESERVATION, flavor)
+                        continue
+                    room = min(room, quota_room)
             want = max(least, min(job.workers, room // gpus))
-            shape = (flavor, gpus, job.topology, long_job, job.clusters)
+            shape = (flavor, gpus, job.topology, level, job.clusters)
             failed_at = placement_failed.get(shape)
             if failed_at is not None and least >= failed_at:
                 first = first_reason(first, capacity_reason(ctx.cap, job, flavor), flavor)
                 continue
-            # a long job may take only the reservation's spare GPUs on the reserved nodes
-            spare = reservation.spare if at_reservation and reservation is not None else None
+            # a long job may take only the reservations' spare GPUs on the reserved nodes
+            spare = spare_of([r.spare for r in binding]) if binding else None
             first_fit = self.policy.first_fit
             only = job.clusters or None
             placement = place(
@@ -137,16 +152,19 @@ class _Cycle:
             )
             if placement is None:
                 placement_failed[shape] = least
-                if at_reservation:
+                if binding:
                     anywhere = place(
                         ctx.cap, flavor, want, least, gpus, job.topology, None, True, only
                     )
                     if anywhere is not None:
+                        if self.explain:
+                            delayed = delayed_by(ctx.cap, job, flavor, want, least, binding)
+                            self.behind[(key, flavor)] = delayed
                         first = first_reason(first, explain.BEHIND_RESERVATION, flavor)
                         continue
                 first = first_reason(first, capacity_reason(ctx.cap, job, flavor), flavor)
                 continue
-            self.commit_admit(job, flavor, placement, ctx.now, long_job)
+            self.commit_admit(job, flavor, placement, ctx.now, level)
             return True
         return first
 
@@ -247,7 +265,7 @@ class _Cycle:
                 self.pools_waited_for.add((cohort, flavor))
 
     def commit_admit(
-        self, job: PendingJob, flavor: str, placement: Placement, start_at: float, long_job: bool
+        self, job: PendingJob, flavor: str, placement: Placement, start_at: float, level: int
     ) -> None:
         ctx = self.ctx
         self.memo.quota_taken(flavor)
@@ -257,13 +275,8 @@ class _Cycle:
         total = sum(units.values())
         borrowing = reaccount.admitted_borrowing(ctx, job, flavor, total)
         ctx.quota.add(job.queue, flavor, total)
-        reservation = ctx.reservation
-        if long_job and reservation is not None and reservation.flavor == flavor:
-            for node, taken in units.items():
-                if node in reservation.spare:
-                    reservation.spare[node] -= taken
-            if reservation.queue == job.queue:
-                reservation.quota_room -= total
+        if level:
+            take(ctx.reservations.binding(flavor, level), units, job.queue)
         self._track(job, placement, flavor, start_at)
         self.admits.append(
             Admit(
@@ -363,10 +376,9 @@ class _Cycle:
                 ctx.quota.add(victim.job.queue, flavor, held)
         elif freed > sum(units.values()):
             self.freed_at_once = True  # victims without grace left GPUs free beyond its take
-        reservation = ctx.reservation
-        if reservation is not None and plan.reserved_spare is not None:
-            reservation.spare = plan.reserved_spare
-            reservation.quota_room = plan.quota_room
+        for reservation, spare, quota_room in plan.reserved:
+            reservation.spare = spare
+            reservation.quota_room = quota_room
         self.memo.capacity_freed(flavor)
         total = sum(units.values())
         borrowing = reaccount.admitted_borrowing(ctx, job, flavor, total)
@@ -414,8 +426,10 @@ class _Cycle:
         flavors = [flavor for flavor in job.flavors if ctx.cap.total.get(flavor)]
         if not flavors:
             return
-        self.memo.state_changed()
-        ctx.reservation = find_reservation(ctx, job, flavors)
+        self.memo.reservations_changed()
+        reservation = find_reservation(ctx, job, flavors)
+        if reservation is not None:
+            ctx.reservations.add(reservation)
 
     def admit_again(
         self,
@@ -427,7 +441,7 @@ class _Cycle:
         """One more admission try for the jobs ``passed`` before a preemption freed GPUs that
         nobody holds (victims without a grace period, beyond what the preemptor takes)."""
         done = {admit.job for admit in self.admits}
-        reservation = self.ctx.reservation
+        reservations = self.ctx.reservations
         for facts in passed:
             job = facts.job
             if job.name in done:
@@ -436,14 +450,14 @@ class _Cycle:
             if estimate is None:
                 estimate = fallback.get(job.service_class, default)
             # it may use its own reservation
-            mine = reservation is not None and reservation.job == job.name
-            long_job = (
-                reservation is not None and not mine and self.ctx.now + estimate > reservation.start
-            )
-            if self.try_admit(facts, long_job):
+            mine = reservations.remove(job.name)
+            if mine is not None:
+                self.memo.reservations_changed()
+            if self.try_admit(facts, reservations.level(self.ctx.now + estimate)):
                 left.discard(job.name)
-                if mine:
-                    self.ctx.reservation = reservation = None
+            elif mine is not None:
+                reservations.add(mine)
+                self.memo.reservations_changed()
 
     # -- the walk ------------------------------------------------------------------------------
     def _only_admissions_left(self) -> bool:
@@ -456,7 +470,7 @@ class _Cycle:
             self.reuse
             and not self.explain
             and not policy.head_of_line
-            and (self.reserve_tried or not policy.backfill)
+            and not self.reserves_left
             and (self.failed_preemptions >= MAX_FAILED_PREEMPTIONS or not policy.preemption)
         )
 
@@ -480,6 +494,7 @@ class _Cycle:
         admission_failed = self.memo.admission
         quota_blocked = self.memo.quota_blocked.get  # read for every job: bound once
         aged = AgedReservation(self, ranking)
+        reservations = ctx.reservations
         only_admissions = self._only_admissions_left()
         fair.blocks_all = self.blocks_all if only_admissions else None
         recheck = 0
@@ -496,17 +511,15 @@ class _Cycle:
             if job is aged.job:  # it holds the reservation (aging.py), so may take it
                 outcome = aged.walk(facts)
             else:
-                reservation = ctx.reservation
-                long_job = False
-                if reservation is not None:
+                level = 0
+                if reservations:
                     estimate = facts.estimate
                     if estimate is None:
                         estimate = fallback.get(job.service_class, default)
-                    long_job = now + estimate > reservation.start
-                key = facts.long_key if long_job else facts.short_key
-                if skip_known and key in admission_failed:
+                    level = reservations.level(now + estimate)
+                if skip_known and facts.walk_key | level in admission_failed:
                     continue
-                if self.try_admit(facts, long_job):
+                if self.try_admit(facts, level):
                     continue
                 outcome = PREEMPTED if self.may_preempt() and self.try_preempt(job) else BLOCKED
             if outcome == PREEMPTED:
@@ -522,8 +535,8 @@ class _Cycle:
             left.add(job.name)
             why = self.blocked_reason.get(job.name, (explain.CAPACITY, ""))
             self._note_blocked(job, why)
-            if policy.backfill and not self.reserve_tried and why[0] not in explain.NEVER:
-                self.reserve_tried = True  # EASY: only the best-ranked blocked job
+            if self.reserves_left and why[0] not in explain.NEVER and job is not aged.job:
+                self.reserves_left -= 1  # only the best-ranked blocked jobs
                 self.reserve(job)
             if policy.head_of_line:
                 self.head_blocker = job.name
@@ -537,23 +550,23 @@ class _Cycle:
         if self.explain:
             borrowing = None if policy.fifo_order else self.ranker.borrowing_shapes
             self.infos = explain_pending(
-                ctx, ranked, left, self.blocked_reason, self.head_blocker, borrowing
+                ctx, ranked, left, self.blocked_reason, self.head_blocker, borrowing, self.delays
             )
-        reservation = ctx.reservation
-        reserve = None
-        if reservation is not None:
-            reserve = Reserve(
+        reserves = tuple(
+            Reserve(
                 job=reservation.job,
                 start=reservation.start,
                 cluster=reservation.cluster,
                 flavor=reservation.flavor,
                 nodes=ctx.cap.by_name(reservation.units),
             )
+            for reservation in ctx.reservations
+        )
         return CycleResult(
             admits=tuple(self.admits),
             stops=tuple(ctx.stops),
             scales=tuple(self.scales),
-            reservation=reserve,
+            reservations=reserves,
             pending=self.infos,
         )
 

@@ -57,9 +57,9 @@ class PendingInfo:
     largest_block: int = 0  # most units free on one node
     service_class: str = ""
     topology_level: str = ""
-    blocker: str = ""  # the job holding the reservation / at the head of the line
+    blocker: str = ""  # the reserved job it would delay / the job at the head of the line
     estimated_start: float | None = None
-    reserved: bool = False  # holds the backfill reservation (starts at estimated_start)
+    reserved: bool = False  # holds a backfill reservation (starts at estimated_start)
     preemption: bool = True  # the policy may preempt running jobs for it
     can_borrow: bool = True  # its class may borrow from the cohort
     # its start waits for running jobs already at or past their estimated ends: no time can be

@@ -14,7 +14,6 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from gpusched.engine import explain
-from gpusched.engine.backfill import reserved_job_end
 from gpusched.engine.explain import PendingInfo
 from gpusched.engine.start_estimates import StartEstimates
 
@@ -37,14 +36,16 @@ def explain_pending(
     blocked_reason: Mapping[str, Blocked],
     head_blocker: str | None,
     borrowing_shapes: set[int] | None,
+    delays: Mapping[str, str],
 ) -> dict[str, PendingInfo]:
     """Why each job of ``pending`` still waits, by name, in rank order. ``blocked_reason``: what
     the walk found for the jobs it tried; ``head_blocker``: the job a fifo line waits behind;
-    ``borrowing_shapes``: the rank shapes ranked among the borrowing jobs (None: fifo)."""
+    ``borrowing_shapes``: the rank shapes ranked among the borrowing jobs (None: fifo);
+    ``delays``: the reserved job each job held back by reservations would delay, as the walk
+    found it."""
     infos: dict[str, PendingInfo] = {}
-    reservation = ctx.reservation
-    reserved_job = reservation.job if reservation is not None else None
-    estimates = StartEstimates(ctx, reserved_job_end(ctx, (f.job for f in ranked), reservation))
+    reservations = ctx.reservations
+    estimates = StartEstimates(ctx)
     preemption = ctx.policy.preemption
     position: dict[str, int] = {}
     situations: dict[tuple[object, ...], _Situation] = {}
@@ -74,11 +75,15 @@ def explain_pending(
         if known is None:
             known = situations[key] = _situation(ctx, facts, reason, flavor, estimates)
         fields, can_borrow, estimate, overdue = known
-        reserved = name == reserved_job
-        if reserved and reservation is not None:
-            estimate, overdue = estimates.overdue_or(reservation.start, reason)
-        elif reason == explain.BEHIND_RESERVATION and reservation is not None:
-            blocker = reservation.job
+        own = reservations.of(name) if reservations else None
+        reserved = own is not None
+        if own is not None:
+            estimate, overdue = estimates.overdue_or(own.start, reason)
+        elif reason == explain.BEHIND_RESERVATION:
+            blocker = delays.get(name, "")
+            if reservations.of(blocker) is None:  # given up since: the first to start
+                ahead = reservations.of_flavor(flavor)
+                blocker = ahead[0].job if ahead else ""
         infos[name] = PendingInfo(
             name,
             reason,

@@ -24,7 +24,6 @@ def grow(
     flavors some pending job waits for GPUs of (no growth there); ``wanted_pools``: (cohort,
     flavor) pools some pending job waits for quota of."""
     scales: list[Scale] = []
-    reservation = ctx.reservation
     quota = ctx.quota
     elastic = [
         job
@@ -52,7 +51,7 @@ def grow(
         if extra <= 0:
             continue
         free = ctx.cap.free_of(flavor)
-        if reservation is not None and reservation.flavor == flavor:
+        for reservation in ctx.reservations.of_flavor(flavor):
             free = limited_free(free, reservation)
         added = _grow_on(ctx, job, extra, free)
         if not added:

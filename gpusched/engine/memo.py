@@ -8,15 +8,16 @@ them, and asks once per shape. Each memo is a dict: look up with ``key in memo``
 look-up and record methods because the walk reads and writes them for nearly every job, where a
 method call costs measurably. The cycle keeps no other memo.
 
-Valid until the cycle's state next changes (a preemption or a reservation: the cycle calls
-``state_changed``, which forgets them all; an admission: ``quota_taken``, below), and kept only
+Valid until the cycle's state next changes (a preemption or a reservation made or given up:
+the cycle calls ``state_changed`` or ``reservations_changed``, which forget them all; an
+admission: ``quota_taken``, below), and kept only
 while reuse is on (``EngineState(memoize=False)`` makes them record nothing, so every look-up
 misses, to test that they change no decision). Read them as dicts; record ``admission``
 through ``admission_failed``, which notes the flavors of each key; ``quota_reason`` holds a dict
 per flavor:
 
-- ``admission``: admission key (``JobFacts.short_key`` or ``long_key``: the job's walk shape,
-  and whether it would still run when the reservation starts) -> why such a job was not
+- ``admission``: admission key (``JobFacts.walk_key | level``: the job's walk shape, and how
+  many reservations it would still run at the start of) -> why such a job was not
   admitted: ``(reason, flavor)`` of its first flavor, or None for a job with no flavor to try.
 - ``quota_reason``: flavor -> ``(queue, flavor, units, priority of a class that may not
   borrow, else None)`` -> why the queue's quota cannot take that many more units of the flavor
@@ -27,18 +28,20 @@ per flavor:
   candidate for such a job.
 
 An admission takes GPUs of one flavor and quota of that flavor only (its queue's and its
-cohorts' usage, and a reservation's spare and quota room when the reservation is of that
-flavor): a job that does not list the flavor asks nothing that changed (its quota reasons,
-headroom and room above nominal are per flavor; an admission changes none of the running jobs
-its class could re-account). So ``quota_taken(flavor)`` forgets only the admission answers of
+cohorts' usage, and the spare and quota room of the reservations of that flavor): a job that
+does not list the flavor asks nothing that changed (its quota reasons, headroom and room above
+nominal are per flavor; an admission changes none of the running jobs its class could
+re-account). So ``quota_taken(flavor)`` forgets only the admission answers of
 shapes listing the flavor and the quota reasons about it, and the last two memos whole.
 
 Valid for the whole cycle, and kept with reuse off too:
 
-- ``placement_failed``: ``(flavor, gpus per worker, topology, long job, clusters)`` -> the
+- ``placement_failed``: ``(flavor, gpus per worker, topology, level, clusters)`` -> the
   smallest gang that found no placement (a larger one finds none either). Admissions only take
   GPUs, so a failure stays one; a preemption frees GPUs of its flavor, and
-  ``capacity_freed(flavor)`` forgets that flavor's entries.
+  ``capacity_freed(flavor)`` forgets that flavor's entries; a reservation made or given up
+  changes what each level is bound by, and ``reservations_changed`` forgets the entries of
+  levels above 0.
 - ``preemption_failed``: ``(queue, priority, flavor, gpus per worker, topology, clusters)`` ->
   the smallest gang whose search found no victim set; never forgotten within the cycle. It is
   part of the search limits (docs/SCHEDULING.md section 4), not only a saving: a search it
@@ -57,8 +60,8 @@ V = TypeVar("V")
 Blocked = tuple[str, str]  # (explain reason, flavor)
 QuotaAsk = tuple[str, str, int, int | None]  # (queue, flavor, units, priority if it may not borrow)
 CandidateAsk = tuple[str, str, str, int]  # (queue, service class, flavor, units)
-# flavor, gpus, topology, long job, the clusters it is limited to (none: every cluster)
-PlacementShape = tuple[str, int, Topology | None, bool, tuple[str, ...]]
+# flavor, gpus, topology, level, the clusters it is limited to (none: every cluster)
+PlacementShape = tuple[str, int, Topology | None, int, tuple[str, ...]]
 # queue, priority, flavor, gpus, topology, the clusters it is limited to
 PreemptionShape = tuple[str, int, str, int, Topology | None, tuple[str, ...]]
 
@@ -105,6 +108,13 @@ class WalkMemo:
         self.quota_blocked.clear()
         self.no_candidates.clear()
         self._admission_keys.clear()
+
+    def reservations_changed(self) -> None:
+        """A reservation is about to be made or given up: what binds each level changes."""
+        self.state_changed()
+        failed = self.placement_failed
+        for shape in [shape for shape in failed if shape[3]]:
+            del failed[shape]
 
     def admission_failed(self, key: int, why: Blocked | None, flavors: tuple[str, ...]) -> None:
         """Record ``admission[key]`` for a shape of these flavors."""

@@ -223,5 +223,10 @@ class CycleResult:
     admits: tuple[Admit, ...]
     stops: tuple[Stop, ...]
     scales: tuple[Scale, ...]
-    reservation: Reserve | None
+    reservations: tuple[Reserve, ...]  # backfill's, by start
     pending: Mapping[str, PendingInfo]  # every job still pending, by name (empty: explain off)
+
+    @property
+    def reservation(self) -> Reserve | None:
+        """The first reservation to start, if any."""
+        return self.reservations[0] if self.reservations else None

@@ -6,6 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
+MAX_RESERVATIONS = 7  # a walk memo key holds the level in three bits (ranking.JobFacts)
+
 
 @dataclass(frozen=True, slots=True)
 class Policy:
@@ -14,8 +16,13 @@ class Policy:
     first_fit: bool = False  # first nodes that fit instead of best fit
     head_of_line: bool = False  # stop admitting at the first job that does not fit
     preemption: bool = True
-    backfill: bool = True  # EASY reservation for the best-ranked blocked job
+    backfill: bool = True  # reservations for the best-ranked blocked jobs
+    reservations: int = 1  # how many (reservations.py), at most MAX_RESERVATIONS
     elastic_growth: bool = True
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.reservations <= MAX_RESERVATIONS:
+            raise ValueError(f"reservations must be 1 to {MAX_RESERVATIONS}")
 
 
 POLICIES: Mapping[str, Policy] = MappingProxyType(

@@ -7,11 +7,12 @@ It returns a plan only when the preemptor then fits both quota and placement.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from gpusched.engine.context import CycleContext
 from gpusched.engine.model import PendingJob
 from gpusched.engine.placement import Placement, Workers, place
+from gpusched.engine.reservations import Reservation, spare_of
 from gpusched.engine.running import RunningJob
 from gpusched.engine.stop_bound import STOP_BOUND
 
@@ -35,9 +36,9 @@ class PreemptionPlan:
     placement: Placement
     victims: list[Victim]
     free: dict[int, int]  # the flavor's free units once victims are out and the preemptor is in
-    # a preemptor that runs past the reservation's start: what the reservation leaves spare after
-    reserved_spare: dict[int, int] | None = None
-    quota_room: int = 0
+    # a preemptor that runs past reservations' starts: each, with what it leaves spare after
+    # (GPUs per reserved node, and quota)
+    reserved: list[tuple[Reservation, dict[int, int], int]] = field(default_factory=list)
 
 
 def _shrink_workers(job: RunningJob, count: int) -> Workers:
@@ -65,13 +66,13 @@ class _Search:
         self.free_total = sum(self.free.values())
         self.victims: list[Victim] = []
         self.used_before = ctx.quota.used(job.queue, flavor)
-        # a preemptor that would still run when the reservation starts must leave it its GPUs
-        # and quota then; victims that would still run then give theirs back to it (``late``)
-        res = ctx.reservation
-        long_job = res is not None and res.flavor == flavor and ctx.est_end_of(job) > res.start
-        self.res = res if long_job else None
-        self.late: dict[int, int] = {}
-        self.late_quota = 0
+        # a preemptor that would still run when reservations start must leave them their GPUs
+        # and quota then; victims that would still run then give theirs back to each (``late``)
+        reservations = ctx.reservations
+        level = reservations.level(ctx.est_end_of(job)) if reservations else 0
+        self.binding = reservations.binding(flavor, level) if level else []
+        self.late: list[dict[int, int]] = [{} for _ in self.binding]
+        self.late_quota = [0 for _ in self.binding]
         # rule 3's shares in a flat cohort (``_share``), by (queue, its usage of the flavor, extra)
         self.flat = not ctx.quota.tree.hierarchical
         self.shares: dict[tuple[str, int, int | None], float] = {}
@@ -83,8 +84,6 @@ class _Search:
     def apply(self, v: Victim, sign: int = 1) -> None:
         """Take ``v``'s removed workers out of the trial state (``sign=-1``: put them back)."""
         units = 0
-        res = self.res
-        late = res is not None and v.job.est_end > res.start
         slots = self.slots
         for i, w in v.removed.items():
             u = w * v.job.g * sign
@@ -98,21 +97,33 @@ class _Search:
                     after = before + u
                     change = (after // g if after >= g else 0) - (before // g if before >= g else 0)
                     slots[self.cluster_of[i]] += change
-            if late and res is not None and i in res.spare:
-                self.late[i] = self.late.get(i, 0) + u
-        if late and res is not None and v.job.queue == res.queue:
-            self.late_quota += units
+        for k, res in enumerate(self.binding):
+            if v.job.est_end > res.start:
+                late = self.late[k]
+                for i, w in v.removed.items():
+                    if i in res.spare:
+                        late[i] = late.get(i, 0) + w * v.job.g * sign
+                if v.job.queue == res.queue:
+                    self.late_quota[k] += units
         self.ctx.quota.add(v.job.queue, self.flavor, -units)
 
     def undo(self, v: Victim) -> None:
         self.apply(v, -1)
 
-    def reserved_view(self) -> tuple[dict[int, int], int]:
-        """What the reservation leaves a long preemptor: GPUs per reserved node, and quota."""
-        res = self.res
-        assert res is not None
-        spare = {i: s + self.late.get(i, 0) for i, s in res.spare.items()}
-        return spare, res.quota_room + self.late_quota
+    def reserved_each(self) -> list[tuple[Reservation, dict[int, int], int]]:
+        """What each binding reservation leaves a long preemptor: GPUs per reserved node, and
+        quota (of use to a preemptor of the reserved job's queue)."""
+        return [
+            (res, {i: s + late.get(i, 0) for i, s in res.spare.items()}, res.quota_room + q)
+            for res, late, q in zip(self.binding, self.late, self.late_quota, strict=True)
+        ]
+
+    def reserved_view(self) -> tuple[dict[int, int], int | None]:
+        """What the binding reservations together leave a long preemptor: GPUs per reserved
+        node, and quota (None: no limit, no reservation is of its queue)."""
+        each = self.reserved_each()
+        rooms = [quota_room for res, _, quota_room in each if res.queue == self.job.queue]
+        return spare_of([left for _, left, _ in each]) or {}, min(rooms) if rooms else None
 
     # -- rules ---------------------------------------------------------------------------------
     def reason_for(self, c: RunningJob, removed_units: int) -> str | None:
@@ -174,9 +185,9 @@ class _Search:
         if self.free_total < self.need or not self.quota_fits():
             return None
         free = self.free
-        if self.res is not None:
+        if self.binding:
             spare, quota_room = self.reserved_view()
-            if self.job.queue == self.res.queue and self.need > quota_room:
+            if quota_room is not None and self.need > quota_room:
                 return None
             free = dict(free)
             for i, s in spare.items():
@@ -200,7 +211,7 @@ class _Search:
         Without a topology or a reservation, ``place`` packs on the trial free map and finds a
         placement exactly when a cluster has ``least`` slots (``_pack``): ``can_fit`` then
         answers without packing."""
-        if self.res is not None or self.job.topology is not None or self.least < 1:
+        if self.binding or self.job.topology is not None or self.least < 1:
             return
         g = self.job.gpus_per_worker
         by_cluster = self.ctx.cap.nodes.get(self.flavor, {})
@@ -418,13 +429,11 @@ def _plan(
         s.undo_all()
         return None
     plan = PreemptionPlan(placement, victims, dict(s.free))
-    if s.res is not None:
-        spare, quota_room = s.reserved_view()
+    for res, spare, quota_room in s.reserved_each():
         for i, w in placement.workers.items():
             if i in spare:
                 spare[i] -= w * job.gpus_per_worker
-        plan.reserved_spare = spare
-        plan.quota_room = quota_room - (s.need if job.queue == s.res.queue else 0)
+        plan.reserved.append((res, spare, quota_room - (s.need if job.queue == res.queue else 0)))
     s.undo_all()
     return plan
 
@@ -564,11 +573,12 @@ def _give_back(s: _Search, placement: Placement) -> None:
             if i in s.free:
                 s.free[i] -= back * g
                 s.free_total -= back * g
-            if s.res is not None and v.job.est_end > s.res.start:
-                if i in s.res.spare:
-                    s.late[i] -= back * g
-                if v.job.queue == s.res.queue:
-                    s.late_quota -= back * g
+            for k, res in enumerate(s.binding):
+                if v.job.est_end > res.start:
+                    if i in res.spare:
+                        s.late[k][i] -= back * g
+                    if v.job.queue == res.queue:
+                        s.late_quota[k] -= back * g
             quota.add(v.job.queue, s.flavor, back * g)
         v.removed = {i: w for i, w in v.removed.items() if w > 0}
     quota.add(s.job.queue, s.flavor, -s.need)

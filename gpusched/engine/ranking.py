@@ -42,17 +42,17 @@ QueueBlocks = tuple[int | None, list[tuple[int, tuple[str, str]]]]
 class JobFacts:
     """What the cycle needs of a pending job that stays the same while it waits."""
 
-    __slots__ = ("estimate", "job", "long_key", "rank_shape", "short_key", "tail")
+    __slots__ = ("estimate", "job", "rank_shape", "tail", "walk_key")
 
     def __init__(self, job: PendingJob, rank_shape: int, walk_shape: int) -> None:
         self.job = job
         self.rank_shape = rank_shape  # interned (queue, class, flavors, least units)
         self.tail = (job.submitted_at, job.name)
         self.estimate = job.estimated_runtime
-        # its keys in the walk's admission memo (memo.WalkMemo), both made from its interned
-        # WalkShape: while it would end before the reservation starts, and while it would not
-        self.short_key = 2 * walk_shape
-        self.long_key = 2 * walk_shape + 1
+        # its interned WalkShape, shifted for the walk's admission memo (memo.WalkMemo), which
+        # keys it by ``walk_key | level`` (level: how many reservations it outlives, at most
+        # MAX_RESERVATIONS)
+        self.walk_key = walk_shape << 3
 
 
 _tail = attrgetter("tail")

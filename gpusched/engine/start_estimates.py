@@ -4,18 +4,18 @@ What the explanations tell a waiting job, never a decision: like Slurm's ``squeu
 estimate from the running jobs' estimated ends (``backfill.release_schedule``):
 
 - held by GPUs (``capacity``, ``topology``): when enough GPUs of its flavor are free;
-- held back by the reservation (``behind-reservation``): when enough are free once the reserved
-  job has started at the reservation and run its estimated runtime;
+- held back by reservations (``behind-reservation``): when enough are free once each reserved
+  job of its flavor has started at its reservation and run its estimated runtime;
 - held by the cohort's pool (``cohort-pool``): when the cohort's jobs ending have given back
   enough of the pool, by the quota's own arithmetic (``Quota.add``), and the GPUs are free.
 
-The reserved job's own estimate is the reservation's start (explain_pass.py).
+A reserved job's own estimate is its reservation's start (explain_pass.py).
 
 An estimate is a time only when it does not move with the clock. The release schedule clamps the
 ends of running jobs that have outrun their estimated runtimes to now, so a start that needs
 their GPUs would be "now" in every cycle, a time that moves on while the job waits: such a start
 is *overdue* (``told``): no time, only that the job starts once those jobs end. So is the start
-of a job held back by a reservation that is itself overdue, when it is the reserved job's
+of a job held back by a reservation that is itself overdue, when it is that reserved job's
 estimated end (now plus its runtime, moving as well).
 """
 
@@ -44,11 +44,10 @@ class StartEstimates:
     An estimate depends on the reason, the flavor, the units needed and, for the cohort's pool,
     the queue: each is computed once per pass, as is each flavor's release schedule."""
 
-    __slots__ = ("_ctx", "_free", "_known", "_pools", "_reserved_end", "_schedules")
+    __slots__ = ("_ctx", "_free", "_known", "_pools", "_schedules")
 
-    def __init__(self, ctx: CycleContext, reserved_end: float | None) -> None:
+    def __init__(self, ctx: CycleContext) -> None:
         self._ctx = ctx
-        self._reserved_end = reserved_end  # when the reserved job is expected to end
         self._schedules: dict[str, Events] = {}
         self._free: dict[str, tuple[int, int]] = {}
         self._known: dict[tuple[str, str, int, str], float | None] = {}
@@ -74,12 +73,8 @@ class StartEstimates:
         now = self._ctx.now
         if estimate <= now:
             return None, True
-        reservation = self._ctx.reservation
-        if (
-            reason == explain.BEHIND_RESERVATION
-            and reservation is not None
-            and reservation.start <= now
-            and estimate == self._reserved_end
+        if reason == explain.BEHIND_RESERVATION and any(
+            r.start <= now and estimate == r.end for r in self._ctx.reservations
         ):
             return None, True
         return estimate, False
@@ -109,11 +104,10 @@ class StartEstimates:
             events = self._schedules[flavor] = release_schedule(ctx, flavor)
         free = self.free_of(flavor)[0]
         if reason == explain.BEHIND_RESERVATION:
-            reservation = ctx.reservation
-            reserved_end = self._reserved_end
-            if reservation is None or reserved_end is None or reservation.flavor != flavor:
+            reservations = ctx.reservations.of_flavor(flavor)
+            if not reservations:
                 return None
-            return estimated_start_behind(events, free, need, reservation, reserved_end)
+            return estimated_start_behind(events, free, need, reservations)
         if reason == explain.COHORT_POOL:
             pool = self._pools.get((queue, flavor))
             if pool is None:

@@ -11,7 +11,7 @@ cycle's plain admissions of the victims' queues, newest first, and takes the fir
 - X's class is preemptible and Q stays at or above its nominal without X (X held borrowed
   quota: an admission within nominal is never taken back);
 - P then fits its quota and, on the GPUs free now plus X's, a placement (a preemptor that
-  would still run at the reservation's start only on what the reservation leaves spare).
+  would still run at reservations' starts only on what they leave spare).
 
 P is then admitted on those GPUs and nothing is stopped. X goes back to pending; the cycle
 tries it once more after the walk (``freed_at_once``), like the jobs passed before a
@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 from gpusched.engine import reaccount
 from gpusched.engine.placement import Placement, place
+from gpusched.engine.reservations import Reservation, spare_of
 
 if TYPE_CHECKING:
     from gpusched.engine.cycle import _Cycle
@@ -61,26 +62,32 @@ def take_back(cycle: _Cycle, job: PendingJob, flavor: str, plan: PreemptionPlan)
             continue  # not enough GPUs even with it
         if quota.used(taken.queue, flavor) - total < quota.nominal(taken.queue, flavor):
             continue  # it holds some of its queue's nominal quota
-        res = ctx.reservation
-        spare = None
-        if res is not None and res.flavor == flavor and taken.est_end > res.start:
-            # it would have held these GPUs (and its queue's quota) at the reservation's start
-            spare = {i: s + units.get(i, 0) for i, s in res.spare.items()}
-        placement = _fits_without(cycle, job, flavor, taken, units, total, spare)
+        reservations = ctx.reservations
+        # it would have held these GPUs (and its queue's quota) at the starts of those it
+        # outlives: what each reservation leaves once it is taken back
+        given: dict[int, tuple[dict[int, int], int]] = {
+            id(r): (
+                {i: s + units.get(i, 0) for i, s in r.spare.items()},
+                r.quota_room + (total if r.queue == taken.queue else 0),
+            )
+            for r in reservations.of_flavor(flavor)
+            if taken.est_end > r.start
+        }
+        level = reservations.level(ctx.est_end_of(job)) if reservations else 0
+        binding = reservations.binding(flavor, level) if level else []
+        placement = _fits_without(cycle, job, flavor, taken, units, total, binding, given)
         if placement is None:
             continue
-        if res is not None and spare is not None:
-            res.spare = spare
-            if res.queue == taken.queue:
-                res.quota_room += total
+        for r in reservations.of_flavor(flavor):
+            if id(r) in given:
+                r.spare, r.quota_room = given[id(r)]
         del cycle.admits[index]
         ctx.running.remove(taken)
         ctx.taken_back.add(taken.name)
         ctx.cap.give(flavor, units)
         quota.add(taken.queue, flavor, -total)
         cycle.memo.capacity_freed(flavor)
-        long_job = res is not None and res.flavor == flavor and ctx.est_end_of(job) > res.start
-        cycle.commit_admit(job, flavor, placement, now, long_job)
+        cycle.commit_admit(job, flavor, placement, now, level)
         cycle.freed_at_once = True  # the taken-back job (and any passed before) may fit elsewhere
         return True
     return False
@@ -93,22 +100,22 @@ def _fits_without(
     taken: RunningJob,
     units: dict[int, int],
     total: int,
-    spare: dict[int, int] | None,
+    binding: list[Reservation],
+    given: dict[int, tuple[dict[int, int], int]],
 ) -> Placement | None:
     """Where ``job`` would go, quota and placement, with ``taken``'s admission undone (and the
-    reservation's ``spare`` as it would then be); the cycle's state is as before on return."""
+    ``binding`` reservations' spare and quota room as ``given`` would then make them); the
+    cycle's state is as before on return."""
     ctx = cycle.ctx
     quota = ctx.quota
     cls = ctx.cls_of(job)
     g = job.gpus_per_worker
     least = job.min_workers or job.workers
     need = least * g
-    res = ctx.reservation
-    long_job = res is not None and res.flavor == flavor and ctx.est_end_of(job) > res.start
-    if long_job and res is not None and res.queue == job.queue:
-        room = res.quota_room + (total if spare is not None and res.queue == taken.queue else 0)
-        if need > room:
-            return None
+    views = [given.get(id(r), (r.spare, r.quota_room)) for r in binding]
+    rooms = [room for r, (_, room) in zip(binding, views, strict=True) if r.queue == job.queue]
+    if rooms and need > min(rooms):
+        return None
     ctx.cap.give(flavor, units)
     quota.add(taken.queue, flavor, -total)
     try:
@@ -117,10 +124,7 @@ def _fits_without(
         left = quota.nominal(job.queue, flavor) - quota.used(job.queue, flavor)
         if job.queue in ctx.nominal_only and need > left:
             return None
-        if long_job and res is not None and spare is None:
-            spare = res.spare
-        elif not long_job:
-            spare = None
+        spare = spare_of([left for left, _ in views])
         only = job.clusters or None
         first_fit = ctx.policy.first_fit
         return place(ctx.cap, flavor, least, least, g, job.topology, None, first_fit, only, spare)

@@ -410,18 +410,13 @@ class Simulator:
         for sc in result.scales:
             if sc.by is None:  # growth happens after the cycle's admissions
                 self.scale(sc, t)
-        res = result.reservation
-        key = (res.job, res.start, tuple(sorted(res.nodes.items()))) if res else None
-        if res is not None and key != self.last_reservation:
+        # the cycle's reservations, all of them at once whenever they change (checker: a set)
+        key = tuple((r.job, r.start, tuple(sorted(r.nodes.items()))) for r in result.reservations)
+        for res in result.reservations if key and key != self.last_reservation else ():
             self.report.event(
-                t,
-                "reserve",
-                job=res.job,
-                start=res.start,
-                cluster=res.cluster,
-                flavor=res.flavor,
-                nodes=dict(res.nodes),
-            )
+                t, "reserve", job=res.job, start=res.start, cluster=res.cluster,
+                flavor=res.flavor, nodes=dict(res.nodes),
+            )  # fmt: skip
         self.last_reservation = key
 
     # -- the event loop --------------------------------------------------------------------

@@ -330,9 +330,7 @@ class Applier:
             )
         self.report.pending = len(result.pending)
 
-    def reservation(self, reserve: engine.Reserve | None) -> None:
-        if reserve is None:
-            return
+    def reservation(self, reserve: engine.Reserve) -> None:
         nodes = ", ".join(f"{n} ({u})" for n, u in sorted(reserve.nodes.items()))
         self.report.add(
             "reserved",
@@ -360,7 +358,8 @@ def apply_result(
         applier.admit(admit)
     applier.write_admits()
     applier.explain(result)
-    applier.reservation(result.reservation)
+    for reserve in result.reservations:
+        applier.reservation(reserve)
     JobEvent.objects.bulk_create(applier.events, batch_size=500)
     update_decayed_usage(live)
     return applier.effects
