@@ -82,7 +82,7 @@ class PendingInfo:
 
     def _overdue_text(self) -> str:
         """When an overdue estimate starts, in words that stay the same from cycle to cycle."""
-        if self.reason == BEHIND_RESERVATION and not self.reserved:
+        if self.reason == BEHIND_RESERVATION and self.blocker:
             return (
                 "not known yet: the job holding the reservation waits for running jobs that "
                 "have run past their estimated runtimes."

@@ -77,13 +77,13 @@ def explain_pending(
         fields, can_borrow, estimate, overdue = known
         own = reservations.of(name) if reservations else None
         reserved = own is not None
+        if reason == explain.BEHIND_RESERVATION:  # it may hold a later reservation of its own
+            blocker = delays.get(name, "")
+            if blocker == name or reservations.of(blocker) is None:  # given up since
+                ahead = [r.job for r in reservations.of_flavor(flavor) if r.job != name]
+                blocker = ahead[0] if ahead else ""
         if own is not None:
             estimate, overdue = estimates.overdue_or(own.start, reason)
-        elif reason == explain.BEHIND_RESERVATION:
-            blocker = delays.get(name, "")
-            if reservations.of(blocker) is None:  # given up since: the first to start
-                ahead = reservations.of_flavor(flavor)
-                blocker = ahead[0].job if ahead else ""
         infos[name] = PendingInfo(
             name,
             reason,

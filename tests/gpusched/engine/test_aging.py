@@ -96,6 +96,6 @@ def test_the_longest_waiting_borrowing_job_holds_the_reservation_and_a_requeued_
     younger one. Once stopped and requeued, the older gang no longer ages: the younger starts."""
     result = run_cycle(_aged_pair(0))
     assert [a.job for a in result.admits] == ["older"]
-    assert result.reservation is not None and result.reservation.job == "younger"
+    assert "younger" in [r.job for r in result.reservations]
     result = run_cycle(_aged_pair(1))
     assert [a.job for a in result.admits] == ["younger"]
