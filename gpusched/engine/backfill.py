@@ -10,11 +10,10 @@ count as taken from now until their jobs' estimated ends.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Mapping
 
 from gpusched.engine.context import CycleContext
 from gpusched.engine.model import PendingJob
-from gpusched.engine.placement import capped, place
+from gpusched.engine.placement import place
 from gpusched.engine.reservations import Reservation
 
 MAX_PLACEMENT_ATTEMPTS = 24  # bound on trial placements while looking for the start time
@@ -151,11 +150,6 @@ def find_reservation(ctx: CycleContext, job: PendingJob, flavors: list[str]) -> 
         for r in before:
             quota.add(r.queue, flavor, -sum(r.units.values()))
     return best
-
-
-def limited_free(free: Mapping[int, int], reservation: Reservation) -> dict[int, int]:
-    """``free`` with the reserved nodes capped at what a long job may take there."""
-    return capped(free, reservation.spare)
 
 
 def estimated_start_behind(

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Set
 
-from gpusched.engine.backfill import limited_free
 from gpusched.engine.context import CycleContext
 from gpusched.engine.model import Scale
-from gpusched.engine.placement import Workers, place_in_cluster
+from gpusched.engine.placement import Workers, capped, place_in_cluster
+from gpusched.engine.reservations import spare_of, take
 from gpusched.engine.running import RunningJob
 
 
@@ -51,12 +51,17 @@ def grow(
         if extra <= 0:
             continue
         free = ctx.cap.free_of(flavor)
-        for reservation in ctx.reservations.of_flavor(flavor):
-            free = limited_free(free, reservation)
+        # grown workers may run past every reservation's start: they take only what the
+        # reservations leave spare, and leave less for the next job grown
+        binding = ctx.reservations.of_flavor(flavor)
+        spare = spare_of([r.spare for r in binding])
+        if spare is not None:
+            free = capped(free, spare)
         added = _grow_on(ctx, job, extra, free)
         if not added:
             continue
         units = {node: count * gpus for node, count in added.items()}
+        take(binding, units, queue)
         ctx.mutated.append((job, dict(job.workers)))
         ctx.cap.take(flavor, units)
         quota.add(queue, flavor, sum(units.values()))

@@ -100,3 +100,24 @@ def test_reservations_hold_in_a_replay_and_the_checker_accepts_them() -> None:
     reserves = [e for e in report["events"] if e["type"] == "reserve"]
     assert {"gang1", "gang2"} <= {e["job"] for e in reserves}
     assert check_report(spec, report) == []
+
+
+def test_elastic_jobs_grown_one_after_the_other_leave_the_reserved_gpus() -> None:
+    """``big`` waits for its cohort's quota until b's job ends at t=1000 and holds 4 of n2's 8
+    GPUs then; n2 is idle now. Two elastic jobs of another queue grow (they have no end
+    estimate, so still run at t=1000): together they may take only n2's 4 spare GPUs, not 4
+    each."""
+    queues = [queue("a", 4, cohort="c"), queue("b", 12, cohort="c"), queue("x", 24)]
+    admitted = [
+        running("r", "b", {"n0": 8, "n3": 4}, gpus=4, estimated_runtime=1000, started_at=0),
+        running("el1", "x", {"n1": 3}, min_workers=1, requested_workers=8),
+        running("el2", "x", {"n1": 2}, min_workers=1, requested_workers=8),
+    ]
+    big = pending("big", "a", gpus=4, workers=3, submitted_at=1, estimated_runtime=500)
+    result = run_cycle(snapshot(nodes("n", 4, {"h100": 8}), queues, admitted, [big], now=10))
+    assert result.pending["big"].reason == "cohort-pool"
+    (reserve,) = result.reservations
+    assert reserve.nodes.get("n2") == 4
+    assert {s.job for s in result.scales} == {"el1", "el2"}  # both grew
+    grown_on_n2 = sum(s.placement.get("n2", 0) for s in result.scales)
+    assert 8 - grown_on_n2 >= reserve.nodes["n2"]
