@@ -27,7 +27,7 @@ class Policy:
 
 POLICIES: Mapping[str, Policy] = MappingProxyType(
     {
-        "default": Policy("default", reservations=2),
+        "default": Policy("default"),
         "fifo": Policy(
             "fifo",
             fifo_order=True,

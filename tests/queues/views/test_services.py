@@ -175,10 +175,9 @@ def test_estimate_that_waits_gives_wall_clock_times_and_names_jobs_not_engine_id
     assert held.estimated_start == later(2 + 60 + 60)
     assert held.message == (
         f"Would be #2 in queue team-a/main. Held back: starting now on the free h100 would "
-        f"delay job big (#{big.pk}), which ranks higher and holds a reservation. It is next "
-        "in line: GPUs are reserved for it as running jobs end, and other jobs may use them "
-        "meanwhile only if they finish first. Estimated start: 2026-03-02 09:02 UTC."
-    )  # the second reservation (docs/SCHEDULING.md section 4, Backfill) is its own
+        f"delay job big (#{big.pk}), which ranks higher and holds a reservation. "
+        "Estimated start: 2026-03-02 09:02 UTC."
+    )
 
 
 def test_estimate_falls_back_to_the_next_flavor_when_the_first_is_full(
