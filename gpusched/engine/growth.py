@@ -13,7 +13,7 @@ from collections.abc import Mapping, Set
 from gpusched.engine.context import CycleContext
 from gpusched.engine.model import Scale
 from gpusched.engine.placement import Workers, capped, place_in_cluster
-from gpusched.engine.reservations import spare_of, take
+from gpusched.engine.reservations import quota_room_of, spare_of, take
 from gpusched.engine.running import RunningJob
 
 
@@ -47,13 +47,17 @@ def grow(
             # and it comes back smaller to preempt its preemptor in turn (a livelock)
             never_lent = quota.limits(queue, flavor).reserved
             room = min(room, never_lent - quota.used(queue, flavor))
+        # grown workers may run past every reservation's start: as a long job admitted past
+        # them, they take only the GPUs and (in a reserved job's queue) the quota the
+        # reservations leave, and leave less for the next job grown
+        binding = ctx.reservations.of_flavor(flavor)
+        quota_room = quota_room_of(binding, queue)
+        if quota_room is not None:
+            room = min(room, quota_room)
         extra = min(job.max_workers - job.count, room // gpus)
         if extra <= 0:
             continue
         free = ctx.cap.free_of(flavor)
-        # grown workers may run past every reservation's start: they take only what the
-        # reservations leave spare, and leave less for the next job grown
-        binding = ctx.reservations.of_flavor(flavor)
         spare = spare_of([r.spare for r in binding])
         if spare is not None:
             free = capped(free, spare)

@@ -121,3 +121,21 @@ def test_elastic_jobs_grown_one_after_the_other_leave_the_reserved_gpus() -> Non
     assert {s.job for s in result.scales} == {"el1", "el2"}  # both grew
     grown_on_n2 = sum(s.placement.get("n2", 0) for s in result.scales)
     assert 8 - grown_on_n2 >= reserve.nodes["n2"]
+
+
+def test_an_elastic_job_of_the_reserved_jobs_queue_leaves_it_its_quota() -> None:
+    """``big`` (8 GPUs) waits for queue a's nominal of 12 until r's 4 GPUs come back at t=1000.
+    a's elastic job, with no end estimate, still runs then: it may grow by the 2 GPUs big leaves
+    of the quota, not into every free GPU of n2 (with 8 of its own, big could not start)."""
+    admitted = [
+        running("r", "a", {"n0": 4}, gpus=4, estimated_runtime=1000, started_at=0),
+        running("el", "a", {"n2": 2}, min_workers=1, requested_workers=8),
+    ]
+    big = pending("big", "a", gpus=8, submitted_at=1, estimated_runtime=500)
+    result = run_cycle(
+        snapshot(nodes("n", 3, {"h100": 8}), [queue("a", 12)], admitted, [big], now=10)
+    )
+    assert result.pending["big"].reason == "quota-nominal"
+    assert [(r.job, r.start) for r in result.reservations] == [("big", 1000)]
+    (scale,) = result.scales
+    assert (scale.job, scale.workers) == ("el", 4)  # 4 of el's + big's 8 = a's nominal 12
